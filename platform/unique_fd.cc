@@ -1,0 +1,12 @@
+#include "platform/unique_fd.h"
+
+#include <unistd.h>
+
+namespace stockade::platform {
+
+void UniqueFd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+}  // namespace stockade::platform

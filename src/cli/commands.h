@@ -1,0 +1,13 @@
+// The stockade subcommands. Each takes the arguments after its own name and
+// returns the process exit code; errors go to stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stockade::cli {
+
+int policyCommand(const std::vector<std::string>& args);  // src/cli/policy_cmd.cc
+int runCommand(const std::vector<std::string>& args);     // src/cli/run_cmd.cc
+
+}  // namespace stockade::cli
