@@ -80,7 +80,8 @@ class Deriver {
     throw DeriveFailure{{where, std::move(message)}};
   }
 
-  // `~` and relative forms made absolute and lexically normal.
+  // `~` and relative forms made absolute. Not lexically normalised: "link/.."
+  // must be resolved the kernel's way, by resolvePath().
   std::string absolute(const std::string& p, const std::string& where) const {
     std::string out;
     if (p == "~" || p.starts_with("~/")) {
@@ -94,7 +95,7 @@ class Deriver {
         fail(where, policy::quote(p) + " is relative and no working directory was given; pass --cwd or write an absolute path");
       out = *ctx_.cwd + "/" + p;
     }
-    return policy::lexicallyNormal(out);
+    return out;
   }
 
   std::string resolve(const std::string& p, const std::string& where) const {
@@ -114,7 +115,7 @@ class Deriver {
       b_.fs.denyRead.push_back(resolve(p, where));
       return;
     }
-    std::string pattern = absolute(p, where);
+    std::string pattern = policy::lexicallyNormal(absolute(p, where));
     b_.fs.denyReadPatterns.push_back(pattern);
     auto matches = policy::expandGlob(pattern, kMaxGlobEntries);
     if (!matches)

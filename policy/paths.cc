@@ -108,8 +108,9 @@ bool hasGlob(std::string_view text) noexcept {
 }
 
 std::optional<std::vector<std::string>> expandGlob(std::string_view pattern, std::size_t maxVisited) {
+  const std::string normal = lexicallyNormal(pattern);
   std::vector<std::string> parts;
-  for (std::string_view c : components(lexicallyNormal(pattern))) parts.emplace_back(c);
+  for (std::string_view c : components(normal)) parts.emplace_back(c);
   std::vector<std::string> matches;
   std::size_t visited = 0;
   bool exceeded = false;
