@@ -1,12 +1,15 @@
 #include "policy/paths.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <functional>
 
 namespace stockade::policy {
@@ -55,53 +58,63 @@ bool isWithin(std::string_view path, std::string_view root) noexcept {
   return path.size() == root.size() || path[root.size()] == '/';
 }
 
-std::optional<std::string> resolvePath(std::string_view path) {
-  // Work list of components still to walk; a symlink's target is spliced in
-  // front of the rest. `..` is applied to the real prefix, as the kernel does.
-  std::vector<std::string> todo;
-  for (std::string_view c : components(path)) todo.emplace_back(c);
+const PathResolver::Entry& PathResolver::look(std::string_view path) {
+  if (auto it = cache_.find(path); it != cache_.end()) return it->second;
+  Entry e;
+  std::string key(path);
+  struct stat st {};
+  if (::lstat(key.c_str(), &st) != 0) {
+    e.kind = Entry::kMissing;  // ENOENT, ENOTDIR, EACCES: nothing further to follow
+  } else if (S_ISLNK(st.st_mode)) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(key.c_str(), buf, sizeof buf);
+    if (n > 0) {
+      e.kind = Entry::kSymlink;
+      e.target.assign(buf, static_cast<std::size_t>(n));
+    }
+  } else {
+    e.kind = Entry::kPresent;
+  }
+  return cache_.emplace(std::move(key), std::move(e)).first->second;
+}
+
+std::optional<std::string> PathResolver::resolve(std::string_view path) {
+  // Components still to walk, last one first; a symlink's target is spliced
+  // in front of the rest. The views point into `path` or into cached link
+  // targets (map nodes never move), so the walk allocates only `real`.
+  // `..` is applied to the real prefix, as the kernel does.
+  std::vector<std::string_view> todo = components(path);
   std::reverse(todo.begin(), todo.end());
-  std::string real = "/";
+  std::string real;
+  real.reserve(path.size() + 32);
   int hops = 0;
   bool missing = false;  // once a component is absent, the rest is lexical
   while (!todo.empty()) {
-    std::string c = std::move(todo.back());
+    std::string_view c = todo.back();
     todo.pop_back();
     if (c == ".") continue;
     if (c == "..") {
-      if (real != "/") real.resize(std::max<std::size_t>(1, real.rfind('/')));
+      real.resize(real.empty() ? 0 : real.rfind('/'));
       continue;
     }
-    std::string next = join(real, c);
-    if (missing) {
-      real = std::move(next);
-      continue;
-    }
-    struct stat st {};
-    if (::lstat(next.c_str(), &st) != 0) {
-      missing = true;  // ENOENT, ENOTDIR, EACCES: nothing further to follow
-      real = std::move(next);
-      continue;
-    }
-    if (!S_ISLNK(st.st_mode)) {
-      real = std::move(next);
+    const std::size_t parentSize = real.size();
+    real += '/';
+    real += c;
+    if (missing) continue;
+    const Entry& e = look(real);
+    if (e.kind != Entry::kSymlink) {
+      missing = e.kind == Entry::kMissing;
       continue;
     }
     if (++hops > 40) return std::nullopt;
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink(next.c_str(), buf, sizeof buf);
-    if (n <= 0) {
-      missing = true;
-      real = std::move(next);
-      continue;
-    }
-    std::string_view target(buf, static_cast<std::size_t>(n));
-    if (target.starts_with('/')) real = "/";
-    auto parts = components(target);
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.emplace_back(*it);
+    real.resize(e.target.starts_with('/') ? 0 : parentSize);
+    auto parts = components(e.target);
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
   }
-  return real;
+  return real.empty() ? "/" : real;
 }
+
+std::optional<std::string> resolvePath(std::string_view path) { return PathResolver().resolve(path); }
 
 bool hasGlob(std::string_view text) noexcept {
   return text.find_first_of("*?[") != std::string_view::npos;
