@@ -345,15 +345,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // Sends an HTTP error reply and audits it.
+  // `rule` goes to the audit log; the client reads `message` (the rule when empty).
   awaitable<void> refuseHttp(ProxyEvent& e, Clock::time_point started, EventVerdict verdict, int status,
-                             std::string message) {
+                             std::string rule, std::string message = {}) {
     e.verdict = verdict;
     e.status = status;
-    e.rule = message;
+    e.rule = rule;
     emit(e, started);
     arm(Deadline::kIdle, limits_.idleTimeout);
     error_code ec;
-    co_await writeAll(client_, httpError(status, message), ec);
+    co_await writeAll(client_, httpError(status, message.empty() ? rule : message), ec);
   }
 
   // Shuts down our sending side, then reads and discards what the client
@@ -697,7 +698,7 @@ class Session : public std::enable_shared_from_this<Session> {
       std::string message = t.httpStatus == 403 ? "blocked by policy: host \"" + e.host + "\" port " +
                                                       std::to_string(request.port) + ": " + t.message
                                                 : t.message;
-      co_await refuseHttp(e, started, t.eventVerdict, t.httpStatus, message);
+      co_await refuseHttp(e, started, t.eventVerdict, t.httpStatus, t.message, message);
       co_return false;
     }
     e.rule = t.message;
@@ -803,7 +804,7 @@ class Session : public std::enable_shared_from_this<Session> {
       std::string message = t.httpStatus == 403 ? "blocked by policy: host \"" + e.host + "\" port " +
                                                       std::to_string(request.port) + ": " + t.message
                                                 : t.message;
-      co_await refuseHttp(e, started, t.eventVerdict, t.httpStatus, message);
+      co_await refuseHttp(e, started, t.eventVerdict, t.httpStatus, t.message, message);
       co_return co_await lingeringClose();
     }
     ConnectResult c = co_await connectUpstream(t.endpoints);

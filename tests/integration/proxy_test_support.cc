@@ -203,7 +203,7 @@ std::string readHead(int fd) {
   return out;
 }
 
-std::string exchange(std::uint16_t port, std::string_view request) {
+std::string roundTrip(std::uint16_t port, std::string_view request) {
   auto fd = connectLoopback(port);
   if (!fd) return "";
   sendAll(fd.get(), request);

@@ -87,7 +87,7 @@ std::string readN(int fd, std::size_t n);
 // Reads one HTTP response head (through CRLF CRLF).
 std::string readHead(int fd);
 // Sends `request` and reads until the proxy closes.
-std::string exchange(std::uint16_t port, std::string_view request);
+std::string roundTrip(std::uint16_t port, std::string_view request);
 
 // A temporary directory, removed with its files.
 class TempDir {
