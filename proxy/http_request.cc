@@ -127,7 +127,10 @@ bool parseRequest(std::string_view head, Request& out, Refusal& why) {
   auto pathStart = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, pathStart);
   std::string_view path = pathStart == std::string_view::npos ? std::string_view() : rest.substr(pathStart);
-  // Userinfo is ignored for matching and never sent upstream in the URI.
+  // Userinfo is ignored for matching and never sent upstream in the URI. The
+  // whole authority, userinfo included, must be plain RFC 3986 characters, so
+  // that no parser reads another host out of it ("a.com\\@b.com").
+  if (!authorityChars(authority)) return refuse(why, 400, "the request URI authority contains characters outside RFC 3986");
   if (auto at = authority.rfind('@'); at != std::string_view::npos) authority.remove_prefix(at + 1);
   if (!splitAuthority(authority, 80, out.host, out.port))
     return refuse(why, 400, "the request URI has a malformed authority (host[:port])");
