@@ -1,1 +1,242 @@
-// filled in by the policy engine work
+// derive(): SandboxPolicy + the live filesystem -> DerivedRules.
+// Only stat/lstat/readlink/opendir: no process, mount or socket calls.
+#include <dirent.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "policy/domain.h"
+#include "policy/paths.h"
+#include "policy/text.h"
+#include "policy/rules_builder.h"
+
+namespace stockade {
+namespace {
+
+constexpr std::size_t kMaxGlobEntries = 1'000'000;
+constexpr std::size_t kMaxWritableTreeEntries = 2'000'000;
+
+// Files that a shell, git or an editor executes or trusts when the host user
+// next uses them: a child must never write them, at any depth.
+constexpr std::array<std::string_view, 14> kMandatoryFiles = {
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+    ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json"};
+// Editor configuration folders: tasks and settings there run commands.
+constexpr std::array<std::string_view, 2> kMandatoryDirs = {".vscode", ".idea"};
+// Inside a git directory: hooks run on the host's next git command; config can
+// name programs (core.fsmonitor, core.sshCommand).
+constexpr std::array<std::string_view, 2> kGitDirEntries = {"hooks", "config"};
+// Inside an agent's config folder: commands, sub-agents and settings.
+constexpr std::array<std::string_view, 4> kClaudeEntries = {"commands", "agents", "settings.json",
+                                                             "settings.local.json"};
+
+template <std::size_t N>
+bool contains(const std::array<std::string_view, N>& list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+std::string joinPath(const std::string& dir, std::string_view name) {
+  return dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
+}
+
+struct DeriveFailure {
+  PolicyError error;
+};
+
+
+class Deriver {
+ public:
+  Deriver(const SandboxPolicy& policy, const DeriveContext& ctx) : policy_(policy), ctx_(ctx) {}
+
+  DerivedRules run() {
+    const auto& fs = policy_.filesystem();
+    for (std::size_t i = 0; i < fs.denyRead.size(); ++i) addDenyRead(fs.denyRead[i], {"filesystem.denyRead", i});
+    b_.fs.allowRead = resolveAll(fs.allowRead, "filesystem.allowRead");
+    b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
+    b_.fs.denyWrite = resolveAll(fs.denyWrite, "filesystem.denyWrite");
+    b_.fs.defaultWrite = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"};
+    if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, {"context.tmpdir"}));
+    for (const auto& root : b_.fs.allowWrite) findMandatoryDenies(root);
+
+    const auto& net = policy_.network();
+    b_.net.allowedDomains = domains(net.allowedDomains);
+    b_.net.deniedDomains = domains(net.deniedDomains);
+    b_.net.allowUnixSockets = resolveAll(net.allowUnixSockets, "network.allowUnixSockets");
+    b_.net.allowLocalBinding = net.allowLocalBinding;
+    b_.env = policy_.env().allow;
+    b_.limits = policy_.limits();
+    return std::move(b_).build();
+  }
+
+ private:
+  // Where a value came from; spelt out only when something fails.
+  struct Where {
+    const char* field;
+    std::size_t index = kNoIndex;
+    static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+    std::string text() const {
+      return index == kNoIndex ? field : std::string(field) + "[" + std::to_string(index) + "]";
+    }
+  };
+
+  [[noreturn]] static void fail(const Where& where, std::string message) {
+    throw DeriveFailure{{where.text(), std::move(message)}};
+  }
+
+  // `~` and relative forms made absolute. Not lexically normalised: "link/.."
+  // must be resolved the kernel's way, by resolvePath().
+  std::string absolute(const std::string& p, const Where& where) const {
+    std::string out;
+    if (p == "~" || p.starts_with("~/")) {
+      if (ctx_.home.empty() || ctx_.home.front() != '/')
+        fail(where, policy::quote(p) + " uses \"~\" but no home directory is known; set HOME or write the full path");
+      out = ctx_.home + p.substr(1);
+    } else if (p.front() == '/') {
+      out = p;
+    } else {
+      if (!ctx_.cwd || ctx_.cwd->empty() || ctx_.cwd->front() != '/')
+        fail(where, policy::quote(p) + " is relative and no working directory was given; pass --cwd or write an absolute path");
+      out = *ctx_.cwd + "/" + p;
+    }
+    return out;
+  }
+
+  std::string resolve(const std::string& p, const Where& where) {
+    auto real = resolver_.resolve(absolute(p, where));
+    if (!real) fail(where, policy::quote(p) + " runs into a symlink loop; fix or remove the link");
+    return *real;
+  }
+
+  std::vector<std::string> resolveAll(const std::vector<std::string>& list, const char* field) {
+    std::vector<std::string> out;
+    out.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(list[i], {field, i}));
+    return out;
+  }
+
+  void addDenyRead(const std::string& p, const Where& where) {
+    if (!policy::hasGlob(p)) {
+      b_.fs.denyRead.push_back(resolve(p, where));
+      return;
+    }
+    std::string pattern = policy::lexicallyNormal(absolute(p, where));
+    b_.fs.denyReadPatterns.push_back(pattern);
+    auto matches = policy::expandGlob(pattern, kMaxGlobEntries);
+    if (!matches)
+      fail(where, policy::quote(p) + " had to examine more than 1000000 entries; start the pattern in a narrower directory");
+    for (const auto& m : *matches) {
+      auto real = resolver_.resolve(m);
+      b_.fs.denyRead.push_back(m);
+      if (real && *real != m) b_.fs.denyRead.push_back(*real);  // the link and the object it names
+    }
+  }
+
+  std::vector<DomainRule> domains(const std::vector<std::string>& list) const {
+    std::vector<DomainRule> out;
+    for (const auto& text : list) {
+      // Already validated by the parser; a failure here is an internal bug.
+      auto parsed = policy::parseDomainPattern(text);
+      out.push_back(std::get<DomainRule>(parsed));
+    }
+    return out;
+  }
+
+  // A writable root that itself lies in a mandatory-deny location.
+  void checkAncestors(const std::string& root) {
+    std::string prefix;
+    std::string_view prev;
+    std::size_t i = 1;
+    while (i <= root.size()) {
+      std::size_t j = root.find('/', i);
+      if (j == std::string::npos) j = root.size();
+      std::string_view name(root.data() + i, j - i);
+      prefix = root.substr(0, j);
+      if (contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
+          (prev == ".git" && contains(kGitDirEntries, name)) || (prev == ".claude" && contains(kClaudeEntries, name))) {
+        b_.fs.mandatoryDenyWrite.push_back(prefix);
+        return;
+      }
+      prev = name;
+      i = j + 1;
+    }
+  }
+
+  // Walks a writable tree (without following symlinks) and records every
+  // mandatory-deny entry that exists in it, at any depth.
+  void findMandatoryDenies(const std::string& root) {
+    checkAncestors(root);
+    std::size_t visited = 0;
+    std::function<void(const std::string&, bool)> walk = [&](const std::string& dir, bool inGitTree) {
+      DIR* d = ::opendir(dir.c_str());
+      if (!d) return;
+      std::vector<std::pair<std::string, bool>> entries;  // name, is a real directory
+      while (dirent* e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        if (name == "." || name == "..") continue;
+        bool isDir = e->d_type == DT_DIR;
+        if (e->d_type == DT_UNKNOWN) {
+          struct stat st {};
+          isDir = ::lstat(joinPath(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        }
+        entries.emplace_back(std::string(name), isDir);
+      }
+      ::closedir(d);
+      visited += entries.size();
+      if (visited > kMaxWritableTreeEntries)
+        fail({"filesystem.allowWrite"}, policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
+                                                     "mandatory denies before every spawn, allow a narrower tree");
+      auto has = [&](std::string_view n) {
+        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == n; });
+      };
+      // A git directory: ".git" itself, a submodule's or worktree's git dir, or a bare repository.
+      bool gitDir = (inGitTree || std::string_view(dir).ends_with("/.git")) && has("HEAD");
+      gitDir = gitDir || (has("HEAD") && has("objects") && has("refs"));
+      bool claudeDir = std::string_view(dir).ends_with("/.claude");
+      for (const auto& [name, isDir] : entries) {
+        std::string path = joinPath(dir, name);
+        bool deny = contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
+                    (gitDir && contains(kGitDirEntries, name)) || (claudeDir && contains(kClaudeEntries, name));
+        if (deny) {
+          b_.fs.mandatoryDenyWrite.push_back(path);
+          continue;  // read-only as a whole: nothing below needs listing
+        }
+        if (isDir) walk(path, inGitTree || name == ".git");
+      }
+    };
+    walk(root, root.ends_with("/.git"));  // opendir() fails quietly on a file or a missing root
+  }
+
+  const SandboxPolicy& policy_;
+  const DeriveContext& ctx_;
+  RulesBuilder b_;
+  policy::PathResolver resolver_;  // one consistent look at the filesystem per derive()
+};
+
+}  // namespace
+
+DeriveResult derive(const SandboxPolicy& policy, const DeriveContext& context) {
+  try {
+    return Deriver(policy, context).run();
+  } catch (const DeriveFailure& f) {
+    return f.error;
+  }
+}
+
+DeriveContext currentContext() {
+  DeriveContext ctx;
+  if (const char* home = ::getenv("HOME"); home && *home == '/') {
+    ctx.home = home;
+  } else if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) {
+    ctx.home = pw->pw_dir;
+  }
+  char buf[4096];
+  if (::getcwd(buf, sizeof buf)) ctx.cwd = buf;
+  return ctx;
+}
+
+}  // namespace stockade

@@ -1,1 +1,184 @@
-// filled in by the policy engine work
+#include "policy/paths.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <functional>
+
+namespace stockade::policy {
+namespace {
+
+std::vector<std::string_view> components(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    std::size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::string join(const std::string& dir, std::string_view name) {
+  return dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
+}
+
+}  // namespace
+
+std::string lexicallyNormal(std::string_view path) {
+  std::vector<std::string_view> kept;
+  for (std::string_view c : components(path)) {
+    if (c == ".") continue;
+    if (c == "..") {
+      if (!kept.empty()) kept.pop_back();
+      continue;
+    }
+    kept.push_back(c);
+  }
+  std::string out;
+  for (std::string_view c : kept) {
+    out += '/';
+    out += c;
+  }
+  return out.empty() ? "/" : out;
+}
+
+bool isWithin(std::string_view path, std::string_view root) noexcept {
+  if (root == "/") return true;
+  if (!path.starts_with(root)) return false;
+  return path.size() == root.size() || path[root.size()] == '/';
+}
+
+const PathResolver::Entry& PathResolver::look(std::string_view path) {
+  if (auto it = cache_.find(path); it != cache_.end()) return it->second;
+  Entry e;
+  std::string key(path);
+  struct stat st {};
+  if (::lstat(key.c_str(), &st) != 0) {
+    e.kind = Entry::kMissing;  // ENOENT, ENOTDIR, EACCES: nothing further to follow
+  } else if (S_ISLNK(st.st_mode)) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(key.c_str(), buf, sizeof buf);
+    if (n > 0) {
+      e.kind = Entry::kSymlink;
+      e.target.assign(buf, static_cast<std::size_t>(n));
+    }
+  } else {
+    e.kind = Entry::kPresent;
+  }
+  return cache_.emplace(std::move(key), std::move(e)).first->second;
+}
+
+std::optional<std::string> PathResolver::resolve(std::string_view path) {
+  // Components still to walk, last one first; a symlink's target is spliced
+  // in front of the rest. The views point into `path` or into cached link
+  // targets (map nodes never move), so the walk allocates only `real`.
+  // `..` is applied to the real prefix, as the kernel does.
+  std::vector<std::string_view> todo = components(path);
+  std::reverse(todo.begin(), todo.end());
+  std::string real;
+  real.reserve(path.size() + 32);
+  int hops = 0;
+  bool missing = false;  // once a component is absent, the rest is lexical
+  while (!todo.empty()) {
+    std::string_view c = todo.back();
+    todo.pop_back();
+    if (c == ".") continue;
+    if (c == "..") {
+      real.resize(real.empty() ? 0 : real.rfind('/'));
+      continue;
+    }
+    const std::size_t parentSize = real.size();
+    real += '/';
+    real += c;
+    if (missing) continue;
+    const Entry& e = look(real);
+    if (e.kind != Entry::kSymlink) {
+      missing = e.kind == Entry::kMissing;
+      continue;
+    }
+    if (++hops > 40) return std::nullopt;
+    real.resize(e.target.starts_with('/') ? 0 : parentSize);
+    auto parts = components(e.target);
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  }
+  return real.empty() ? "/" : real;
+}
+
+std::optional<std::string> resolvePath(std::string_view path) { return PathResolver().resolve(path); }
+
+bool hasGlob(std::string_view text) noexcept {
+  return text.find_first_of("*?[") != std::string_view::npos;
+}
+
+std::optional<std::vector<std::string>> expandGlob(std::string_view pattern, std::size_t maxVisited) {
+  const std::string normal = lexicallyNormal(pattern);
+  std::vector<std::string> parts;
+  for (std::string_view c : components(normal)) parts.emplace_back(c);
+  std::vector<std::string> matches;
+  std::size_t visited = 0;
+  bool exceeded = false;
+
+  // Lists a directory's entries (names, whether each is a real directory).
+  auto list = [&](const std::string& dir, const std::function<void(const std::string&, bool)>& each) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
+    while (dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++visited > maxVisited) {
+        exceeded = true;
+        break;
+      }
+      bool isDir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {
+        struct stat st {};
+        isDir = ::lstat(join(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
+      each(std::string(name), isDir);
+    }
+    ::closedir(d);
+  };
+
+  std::function<void(const std::string&, std::size_t)> walk = [&](const std::string& dir, std::size_t i) {
+    if (exceeded) return;
+    if (i == parts.size()) {
+      matches.push_back(dir);
+      return;
+    }
+    const std::string& part = parts[i];
+    if (part == "**") {
+      walk(dir, i + 1);  // zero directories
+      list(dir, [&](const std::string& name, bool isDir) {
+        if (isDir) walk(join(dir, name), i);
+      });
+      return;
+    }
+    if (!hasGlob(part)) {
+      std::string next = join(dir, part);
+      struct stat st {};
+      if (::lstat(next.c_str(), &st) == 0) walk(next, i + 1);
+      return;
+    }
+    list(dir, [&](const std::string& name, bool isDir) {
+      if (::fnmatch(part.c_str(), name.c_str(), 0) != 0) return;
+      if (i + 1 == parts.size() || isDir) walk(join(dir, name), i + 1);
+    });
+  };
+  walk("/", 0);
+  if (exceeded) return std::nullopt;
+  std::sort(matches.begin(), matches.end());
+  matches.erase(std::unique(matches.begin(), matches.end()), matches.end());
+  return matches;
+}
+
+}  // namespace stockade::policy

@@ -1,1 +1,107 @@
-// filled in by the policy engine work
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "policy/paths.h"
+#include "policy/rules_builder.h"
+
+namespace stockade {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+void canonicalise(std::vector<T>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+json domainList(const std::vector<DomainRule>& rules) {
+  json out = json::array();
+  for (const auto& r : rules) out.push_back(r.text());
+  return out;
+}
+
+// The longest entry of `list` that contains `path`, or nullptr.
+const std::string* deepestContaining(const std::vector<std::string>& list, std::string_view path) {
+  const std::string* best = nullptr;
+  for (const auto& entry : list) {
+    if (policy::isWithin(path, entry) && (!best || entry.size() > best->size())) best = &entry;
+  }
+  return best;
+}
+
+bool anyContaining(const std::vector<std::string>& list, std::string_view path) {
+  return std::any_of(list.begin(), list.end(), [&](const std::string& e) { return policy::isWithin(path, e); });
+}
+
+}  // namespace
+
+DerivedRules RulesBuilder::build() && {
+  for (auto* list : {&fs.denyRead, &fs.denyReadPatterns, &fs.allowRead, &fs.allowWrite, &fs.defaultWrite,
+                     &fs.denyWrite, &fs.mandatoryDenyWrite, &net.allowUnixSockets, &env})
+    canonicalise(*list);
+  canonicalise(net.allowedDomains);
+  canonicalise(net.deniedDomains);
+  DerivedRules out;
+  out.fs_ = std::move(fs);
+  out.net_ = std::move(net);
+  out.env_ = std::move(env);
+  out.limits_ = limits;
+  return out;
+}
+
+std::string DerivedRules::toJson() const {
+  json j = {
+      {"filesystem",
+       {{"denyRead", fs_.denyRead},
+        {"denyReadPatterns", fs_.denyReadPatterns},
+        {"allowRead", fs_.allowRead},
+        {"allowWrite", fs_.allowWrite},
+        {"defaultWrite", fs_.defaultWrite},
+        {"denyWrite", fs_.denyWrite},
+        {"mandatoryDenyWrite", fs_.mandatoryDenyWrite}}},
+      {"network",
+       {{"allowedDomains", domainList(net_.allowedDomains)},
+        {"deniedDomains", domainList(net_.deniedDomains)},
+        {"allowUnixSockets", net_.allowUnixSockets},
+        {"allowLocalBinding", net_.allowLocalBinding}}},
+      {"env", {{"allow", env_}}},
+      {"limits",
+       {{"memoryBytes", limits_.memoryBytes},
+        {"pids", limits_.pids},
+        {"cpuSeconds", limits_.cpuSeconds},
+        {"fileSizeBytes", limits_.fileSizeBytes}}},
+  };
+  return j.dump();  // nlohmann objects keep keys sorted: the text is canonical
+}
+
+std::string DerivedRules::fingerprint() const {
+  const std::string text = toJson();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
+  return hex;
+}
+
+bool DerivedRules::readable(std::string_view path) const {
+  const std::string* deny = deepestContaining(fs_.denyRead, path);
+  if (!deny) return true;
+  const std::string* allow = deepestContaining(fs_.allowRead, path);
+  return allow && allow->size() > deny->size();
+}
+
+bool DerivedRules::writable(std::string_view path) const {
+  if (!anyContaining(fs_.allowWrite, path) && !anyContaining(fs_.defaultWrite, path)) return false;
+  return !anyContaining(fs_.denyWrite, path) && !anyContaining(fs_.mandatoryDenyWrite, path);
+}
+
+}  // namespace stockade

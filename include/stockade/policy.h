@@ -84,6 +84,7 @@ class SandboxPolicy {
 
  private:
   SandboxPolicy() = default;
+  static SandboxPolicy assemble(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env, Limits limits);
   FilesystemPolicy fs_;
   NetworkPolicy net_;
   EnvPolicy env_;

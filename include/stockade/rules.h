@@ -47,12 +47,14 @@ class DerivedRules {
     std::vector<std::string> defaultWrite;      // /dev/null, /dev/tty, ..., TMPDIR
     std::vector<std::string> denyWrite;         // the user's own write denies
     std::vector<std::string> mandatoryDenyWrite;  // rc files, .git/hooks, ... under writable trees
+    bool operator==(const Filesystem&) const = default;
   };
   struct Network {
     std::vector<DomainRule> allowedDomains;
     std::vector<DomainRule> deniedDomains;
     std::vector<std::string> allowUnixSockets;  // real paths
     bool allowLocalBinding = false;
+    bool operator==(const Network&) const = default;
   };
 
   const Filesystem& filesystem() const noexcept { return fs_; }

@@ -1,1 +1,140 @@
-// filled in by the policy engine work
+// `stockade policy check|derive|narrower|diff`: thin wrappers over the
+// policy engine. Exit codes: 0 ok, 2 invalid input, 3 candidate widens.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "src/cli/args.h"
+#include "src/cli/commands.h"
+#include "stockade/rules.h"
+
+namespace stockade::cli {
+namespace {
+
+constexpr int kExitWidens = 3;
+
+constexpr const char* kPolicyUsage = R"(usage: stockade policy SUBCOMMAND ...
+
+  check FILE                       exit 0 when FILE is a valid policy, 2 with the error when not
+  derive FILE [--cwd DIR]          print the DerivedRules (and fingerprint) as JSON
+  narrower BASE CANDIDATE [--cwd DIR]
+                                   exit 0 when CANDIDATE is a narrowing of BASE,
+                                   3 when it widens (stderr names the axis and entry)
+  diff A B [--cwd DIR]             print the per-axis difference of the derived rules as JSON
+
+FILE may be "-" for standard input. Relative paths in a policy resolve against
+--cwd (default: the current directory); "~" against $HOME.
+)";
+
+struct Failure {
+  std::string message;
+};
+
+std::string readFile(const std::string& path) {
+  constexpr std::size_t kLimit = 1 << 20;
+  std::string text;
+  if (path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), {});
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+  }
+  if (text.size() > kLimit) throw Failure{path + ": policy is larger than 1 MiB"};
+  return text;
+}
+
+SandboxPolicy loadPolicy(const std::string& path) {
+  auto parsed = SandboxPolicy::parse(readFile(path));
+  if (auto* err = std::get_if<PolicyError>(&parsed)) throw Failure{path + ": " + err->text()};
+  return std::get<SandboxPolicy>(std::move(parsed));
+}
+
+DerivedRules deriveFile(const std::string& path, const DeriveContext& ctx) {
+  auto derived = derive(loadPolicy(path), ctx);
+  if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{path + ": " + err->text()};
+  return std::get<DerivedRules>(std::move(derived));
+}
+
+DeriveContext contextFrom(const ParsedArgs& args) {
+  DeriveContext ctx = currentContext();
+  if (auto cwd = args.value("cwd")) {
+    if (cwd->empty() || cwd->front() != '/') throw Failure{"--cwd \"" + *cwd + "\" must be an absolute path"};
+    ctx.cwd = *cwd;
+  }
+  return ctx;
+}
+
+int usageError(const std::string& message) {
+  std::cerr << "stockade policy: " << message << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int policyCommand(const std::vector<std::string>& args) {
+  if (args.empty() || args.front() == "--help" || args.front() == "-h") {
+    (args.empty() ? std::cerr : std::cout) << kPolicyUsage;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string sub = args.front();
+  struct Shape {
+    const char* name;
+    std::size_t files;
+    bool cwd;
+  };
+  static const Shape kShapes[] = {{"check", 1, false}, {"derive", 1, true}, {"narrower", 2, true}, {"diff", 2, true}};
+  const Shape* shape = nullptr;
+  for (const auto& s : kShapes) shape = sub == s.name ? &s : shape;
+  if (!shape) return usageError("unknown subcommand \"" + sub + "\"; see stockade policy --help");
+
+  std::vector<FlagSpec> specs;
+  if (shape->cwd) specs.push_back({"cwd"});
+  auto parsed = parseArgs({args.begin() + 1, args.end()}, specs);
+  if (auto* err = std::get_if<std::string>(&parsed)) return usageError(sub + ": " + *err);
+  const auto& a = std::get<ParsedArgs>(parsed);
+  if (a.has("help")) {
+    std::cout << kPolicyUsage;
+    return kExitOk;
+  }
+  if (a.positionals.size() != shape->files || !a.rest.empty())
+    return usageError(sub + ": expected " + std::to_string(shape->files) + " policy file(s); see --help");
+
+  try {
+    const auto& files = a.positionals;
+    if (sub == "check") {
+      loadPolicy(files[0]);
+      std::cout << files[0] << ": valid\n";
+      return kExitOk;
+    }
+    DeriveContext ctx = contextFrom(a);
+    if (sub == "derive") {
+      DerivedRules rules = deriveFile(files[0], ctx);
+      nlohmann::json out = {{"fingerprint", rules.fingerprint()}, {"rules", nlohmann::json::parse(rules.toJson())}};
+      std::cout << out.dump(2) << "\n";
+      return kExitOk;
+    }
+    DerivedRules first = deriveFile(files[0], ctx);
+    DerivedRules second = deriveFile(files[1], ctx);
+    if (sub == "narrower") {
+      if (auto w = narrowing(first, second)) {
+        std::cerr << "stockade policy narrower: " << files[1] << " widens " << files[0] << ": " << w->message << "\n";
+        return kExitWidens;
+      }
+      std::cout << files[1] << " is a narrowing of " << files[0] << "\n";
+      return kExitOk;
+    }
+    std::cout << diff(first, second).toJson() << "\n";
+    return kExitOk;
+  } catch (const Failure& f) {
+    return usageError(sub + ": " + f.message);
+  }
+}
+
+}  // namespace stockade::cli

@@ -1,0 +1,57 @@
+// Path helpers for derive() and narrowing(): lexical normalisation, prefix
+// containment, symlink resolution (lstat/readlink only) and glob expansion.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace stockade::policy {
+
+// "/a/./b//c/../d/" -> "/a/b/d". `path` must be absolute.
+std::string lexicallyNormal(std::string_view path);
+
+// True when `path` is `root` or lies beneath it (component-wise: "/ab" is not
+// within "/a"). Both must be lexically normal.
+bool isWithin(std::string_view path, std::string_view root) noexcept;
+
+// The real path of `path` (absolute): every symlink on the way is followed,
+// including a dangling last one, and `..` applies to the real parent, as in the
+// kernel; the part that does not exist is appended as written. nullopt when a
+// symlink loop is found.
+std::optional<std::string> resolvePath(std::string_view path);
+
+// resolvePath() for many paths at once: each distinct prefix is looked at
+// (lstat, readlink) once per resolver, so one derive() costs about one system
+// call per distinct directory rather than one per component per path.
+// Use one resolver for one consistent pass only; it never refreshes.
+class PathResolver {
+ public:
+  std::optional<std::string> resolve(std::string_view path);
+
+ private:
+  struct Entry {
+    enum Kind { kMissing, kPresent, kSymlink } kind = kMissing;
+    std::string target;  // kSymlink
+  };
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  const Entry& look(std::string_view path);
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
+};
+
+// True when the text contains glob metacharacters (`*`, `?`, `[`).
+bool hasGlob(std::string_view text) noexcept;
+
+// The existing paths that match an absolute glob pattern (`**` crosses any
+// number of directories, other components use fnmatch). Symlinked directories
+// are not descended into. nullopt when more than `maxVisited` entries had to
+// be examined.
+std::optional<std::vector<std::string>> expandGlob(std::string_view pattern, std::size_t maxVisited);
+
+}  // namespace stockade::policy

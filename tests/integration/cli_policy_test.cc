@@ -1,0 +1,111 @@
+// The `stockade policy` commands as a user runs them: real binary, real files.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade {
+namespace {
+
+using testing::ProcessResult;
+using testing::runProcess;
+using testing::stockadeBinary;
+using testing::TempDir;
+
+class CliPolicyTest : public ::testing::Test {
+ protected:
+  ProcessResult cli(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), stockadeBinary());
+    return runProcess(args, input);
+  }
+  std::string policy(const std::string& name, const std::string& json) { return t_.file(name, json); }
+
+  TempDir t_;
+};
+
+TEST_F(CliPolicyTest, CheckAcceptsTheBundledDefault) {
+  auto r = cli({"policy", "check", STOCKADE_SOURCE_DIR "/policy/default.json"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+TEST_F(CliPolicyTest, CheckAcceptsEveryExamplePolicy) {
+  for (const char* name : {"agent-git-npm-github.json", "ci-job.json", "locked-down-runner.json"}) {
+    auto r = cli({"policy", "check", std::string(STOCKADE_SOURCE_DIR "/policy/examples/") + name});
+    EXPECT_EQ(r.exitCode, 0) << name << ": " << r.err;
+  }
+}
+
+TEST_F(CliPolicyTest, CheckRefusesABadPolicyWithExit2AndTheFieldOnStderr) {
+  auto r = cli({"policy", "check", policy("bad.json", R"({"network":{"allowedDomains":["a.example","b.example","*.com"]}})")});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("network.allowedDomains[2]: \"*.com\" is too broad"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(CliPolicyTest, CheckReadsStandardInput) {
+  EXPECT_EQ(cli({"policy", "check", "-"}, R"({"env":{"allow":["PATH"]}})").exitCode, 0);
+  EXPECT_EQ(cli({"policy", "check", "-"}, R"({"env":{"allow":["PA TH"]}})").exitCode, 2);
+}
+
+TEST_F(CliPolicyTest, CheckOfAMissingFileIsExit2NamingIt) {
+  auto r = cli({"policy", "check", t_ / "nope.json"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("nope.json"), std::string::npos) << r.err;
+}
+
+TEST_F(CliPolicyTest, DeriveResolvesAgainstCwdAndPrintsFingerprintedRules) {
+  std::string work = t_.dir("work");
+  t_.file("work/.bashrc");
+  auto r = cli({"policy", "derive", policy("p.json", R"({"filesystem":{"allowWrite":["."]}})"), "--cwd", work});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rules"]["filesystem"]["allowWrite"], nlohmann::json::array({work}));
+  EXPECT_EQ(j["rules"]["filesystem"]["mandatoryDenyWrite"], nlohmann::json::array({work + "/.bashrc"}));
+  EXPECT_EQ(j["fingerprint"].get<std::string>().size(), 64u);
+  // Same input, same fingerprint.
+  auto again = cli({"policy", "derive", t_ / "p.json", "--cwd=" + work});
+  EXPECT_EQ(nlohmann::json::parse(again.out)["fingerprint"], j["fingerprint"]);
+}
+
+TEST_F(CliPolicyTest, NarrowerExitCodes) {
+  std::string base = policy("base.json", R"({"filesystem":{"allowWrite":["/tmp"]},"network":{"allowedDomains":["*.github.com"]}})");
+  std::string narrow = policy("narrow.json", R"({"filesystem":{"allowWrite":["/tmp/x"]},"network":{"allowedDomains":["api.github.com"]}})");
+  std::string wide = policy("wide.json", R"({"filesystem":{"allowWrite":["/tmp","/etc"]},"network":{"allowedDomains":["*.github.com"]}})");
+  EXPECT_EQ(cli({"policy", "narrower", base, narrow}).exitCode, 0);
+  auto r = cli({"policy", "narrower", base, wide});
+  EXPECT_EQ(r.exitCode, 3);
+  EXPECT_NE(r.err.find("filesystem.allowWrite: \"/etc\" is not inside any writable path of the base policy"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(cli({"policy", "narrower", base, policy("bad.json", "{")}).exitCode, 2);
+}
+
+TEST_F(CliPolicyTest, DiffPrintsPerAxisJsonAndExitsZero) {
+  std::string a = policy("a.json", R"({"env":{"allow":["PATH"]}})");
+  std::string b = policy("b.json", R"({"env":{"allow":["PATH","HOME"]}})");
+  auto r = cli({"policy", "diff", a, b});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["axes"]["env.allow"]["added"], nlohmann::json::array({"HOME"}));
+  EXPECT_TRUE(j["widens"].get<bool>());
+}
+
+TEST_F(CliPolicyTest, HelpOnEveryCommandAndUnknownFlagsAreErrors) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"}, {"policy", "--help"}, {"policy", "check", "--help"},
+                                        {"policy", "derive", "--help"}}) {
+    auto r = cli(args);
+    EXPECT_EQ(r.exitCode, 0) << args.back();
+    EXPECT_NE(r.out.find("usage"), std::string::npos) << r.out;
+  }
+  auto r = cli({"policy", "check", "--frobnicate", "x.json"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--frobnicate"), std::string::npos) << r.err;
+  EXPECT_EQ(cli({"policy", "check", "--cwd", "/", "x.json"}).exitCode, 2) << "check takes no --cwd";
+  EXPECT_EQ(cli({"policy", "explode"}).exitCode, 2);
+  EXPECT_EQ(cli({"frobnicate"}).exitCode, 2);
+}
+
+}  // namespace
+}  // namespace stockade

@@ -1,0 +1,51 @@
+// A temporary directory tree for tests, removed on destruction.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+namespace stockade::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "stockade-test-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    // The real path: derive() resolves symlinks, so expectations must too.
+    path_ = std::filesystem::canonical(tmpl).string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+  // Creates a file (and its parent directories) holding `content`.
+  std::string file(const std::string& rel, const std::string& content = "") const {
+    std::filesystem::path p = *this / rel;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << content;
+    return p.string();
+  }
+  std::string dir(const std::string& rel) const {
+    std::filesystem::create_directories(*this / rel);
+    return *this / rel;
+  }
+  std::string symlink(const std::string& target, const std::string& rel) const {
+    std::filesystem::create_directories(std::filesystem::path(*this / rel).parent_path());
+    std::filesystem::create_symlink(target, *this / rel);
+    return *this / rel;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace stockade::testing

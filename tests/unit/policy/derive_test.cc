@@ -1,0 +1,222 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "stockade/rules.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade {
+namespace {
+
+using testing::TempDir;
+
+bool has(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+class DeriveTest : public ::testing::Test {
+ protected:
+  DeriveContext ctx() const { return {.home = home_, .cwd = work_, .tmpdir = std::nullopt}; }
+
+  DerivedRules deriveOk(const std::string& json, DeriveContext c) {
+    auto r = derive(SandboxPolicy::fromJson(json), c);
+    if (auto* e = std::get_if<PolicyError>(&r)) ADD_FAILURE() << e->text();
+    return std::get<DerivedRules>(std::move(r));
+  }
+  DerivedRules deriveOk(const std::string& json) { return deriveOk(json, ctx()); }
+
+  TempDir t_;
+  std::string home_ = t_.dir("home");
+  std::string work_ = t_.dir("work");
+};
+
+TEST_F(DeriveTest, ExpandsTildeAgainstHome) {
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["~/.ssh","~"]}})");
+  EXPECT_TRUE(has(r.filesystem().denyRead, home_ + "/.ssh"));
+  EXPECT_TRUE(has(r.filesystem().denyRead, home_));
+}
+
+TEST_F(DeriveTest, ResolvesRelativePathsAgainstCwd) {
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":[".","./build/../out"],"denyWrite":[".env"]}})");
+  EXPECT_EQ(r.filesystem().allowWrite, (std::vector<std::string>{work_, work_ + "/out"}));
+  EXPECT_EQ(r.filesystem().denyWrite, std::vector<std::string>{work_ + "/.env"});
+}
+
+TEST_F(DeriveTest, RelativePathWithoutCwdIsAnErrorNamingTheField) {
+  DeriveContext c = ctx();
+  c.cwd.reset();
+  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["/tmp","build"]}})"), c);
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r));
+  EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.allowWrite[1]");
+  EXPECT_NE(std::get<PolicyError>(r).message.find("\"build\" is relative"), std::string::npos);
+}
+
+TEST_F(DeriveTest, TildeWithoutHomeIsAnError) {
+  DeriveContext c = ctx();
+  c.home.clear();
+  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":["~/.ssh"]}})"), c);
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r));
+  EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.denyRead[0]");
+}
+
+TEST_F(DeriveTest, SymlinkedPathsResolveToTheRealObject) {
+  std::string real = t_.dir("real/secrets");
+  t_.symlink(real, "home/.ssh");
+  t_.symlink(t_ / "real", "work/link");
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["~/.ssh"],"allowWrite":["link/out"]}})");
+  EXPECT_EQ(r.filesystem().denyRead, std::vector<std::string>{real});
+  EXPECT_EQ(r.filesystem().allowWrite, std::vector<std::string>{t_ / "real/out"});
+}
+
+TEST_F(DeriveTest, DanglingSymlinkResolvesToItsTarget) {
+  t_.symlink(t_ / "nowhere/yet", "work/dangling");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["dangling"]}})");
+  EXPECT_EQ(r.filesystem().allowWrite, std::vector<std::string>{t_ / "nowhere/yet"});
+}
+
+TEST_F(DeriveTest, RelativeSymlinkAndDotDotResolveLikeTheKernel) {
+  t_.dir("a/b");
+  t_.symlink("../c", "a/b/up");  // a/b/up -> a/c
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":[")" + t_ / "a/b/up/../d" + R"("]}})");
+  // The kernel follows the link first, then "..": a/c/.. = a, so a/d.
+  EXPECT_EQ(r.filesystem().allowWrite, std::vector<std::string>{t_ / "a/d"});
+}
+
+TEST_F(DeriveTest, SymlinkLoopIsAnError) {
+  t_.symlink(t_ / "work/loop2", "work/loop1");
+  t_.symlink(t_ / "work/loop1", "work/loop2");
+  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["loop1"]}})"), ctx());
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r));
+  EXPECT_NE(std::get<PolicyError>(r).message.find("symlink loop"), std::string::npos);
+}
+
+TEST_F(DeriveTest, ReadDenyGlobsExpandToExistingMatchesAndKeepThePattern) {
+  std::string top = t_.file("work/key.pem");
+  std::string deep = t_.file("work/a/b/c/d/server.pem");
+  t_.file("work/a/readme.md");
+  t_.file("work/a/pem.txt");
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["**/*.pem"]}})");
+  EXPECT_EQ(r.filesystem().denyReadPatterns, std::vector<std::string>{work_ + "/**/*.pem"});
+  EXPECT_EQ(r.filesystem().denyRead, (std::vector<std::string>{deep, top}));
+}
+
+TEST_F(DeriveTest, GlobMatchThatIsASymlinkDeniesTheLinkAndItsTarget) {
+  std::string target = t_.file("elsewhere/actual-key", "k");
+  std::string link = t_.symlink(target, "work/id.pem");
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["*.pem"]}})");
+  EXPECT_TRUE(has(r.filesystem().denyRead, link));
+  EXPECT_TRUE(has(r.filesystem().denyRead, target));
+}
+
+TEST_F(DeriveTest, DefaultWritePathsAreUnionedIn) {
+  DeriveContext c = ctx();
+  c.tmpdir = t_.dir("private-tmp");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})", c);
+  for (const char* dev : {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+    EXPECT_TRUE(has(r.filesystem().defaultWrite, dev)) << dev;
+  EXPECT_TRUE(has(r.filesystem().defaultWrite, t_ / "private-tmp"));
+  EXPECT_TRUE(r.writable(t_ / "private-tmp/x"));
+  EXPECT_TRUE(r.writable(work_ + "/src/main.c"));
+  EXPECT_FALSE(r.writable(home_ + "/x"));
+}
+
+TEST_F(DeriveTest, MandatoryDeniesAreFoundAtEveryDepthAndListedApart) {
+  std::vector<std::string> expected = {
+      t_.file("work/.bashrc"),
+      t_.file("work/.gitconfig"),
+      t_.file("work/a/b/c/.zshrc"),           // depth 3
+      t_.file("work/a/b/c/d/e/.profile"),     // depth 5
+      t_.dir("work/.git/hooks"),
+      t_.file("work/.git/config"),
+      t_.dir("work/a/b/c/nested/.git/hooks"),  // a repository at depth 4
+      t_.file("work/a/b/c/nested/.git/config"),
+      t_.dir("work/.vscode"),
+      t_.dir("work/x/y/z/.idea"),
+      t_.dir("work/.claude/commands"),
+      t_.file("work/.mcp.json"),
+  };
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/a/b/c/nested/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.vscode/tasks.json");  // inside a denied folder: not listed twice
+  t_.file("work/src/config");          // "config" outside a git dir is ordinary
+  t_.file("work/src/hooks/x");
+  t_.file("work/.claude/notes.md");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."],"denyWrite":[".env"]}})");
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(r.filesystem().mandatoryDenyWrite, expected);
+  EXPECT_EQ(r.filesystem().denyWrite, std::vector<std::string>{work_ + "/.env"});
+  EXPECT_FALSE(r.writable(work_ + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(r.writable(work_ + "/a/b/c/.zshrc"));
+  EXPECT_TRUE(r.writable(work_ + "/.git/objects/ab"));
+  EXPECT_TRUE(r.writable(work_ + "/src/config"));
+}
+
+TEST_F(DeriveTest, MandatoryDeniesCoverSubmoduleAndBareGitDirs) {
+  t_.file("work/.git/HEAD", "x");
+  std::string subHooks = t_.dir("work/.git/modules/lib/hooks");
+  t_.file("work/.git/modules/lib/HEAD", "x");
+  std::string bareHooks = t_.dir("work/mirror.git/hooks");
+  t_.file("work/mirror.git/HEAD", "x");
+  t_.dir("work/mirror.git/objects");
+  t_.dir("work/mirror.git/refs");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, subHooks));
+  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, bareHooks));
+}
+
+TEST_F(DeriveTest, MandatoryDenyScanDoesNotFollowSymlinksOutOfTheTree) {
+  t_.file("outside/.bashrc");
+  t_.symlink(t_ / "outside", "work/out");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  EXPECT_TRUE(r.filesystem().mandatoryDenyWrite.empty());
+}
+
+TEST_F(DeriveTest, WritableRootInsideAMandatoryLocationIsItselfDenied) {
+  std::string hooks = t_.dir("work/.git/hooks");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":[".git/hooks"]}})");
+  EXPECT_EQ(r.filesystem().mandatoryDenyWrite, std::vector<std::string>{hooks});
+  EXPECT_FALSE(r.writable(hooks + "/post-checkout"));
+}
+
+TEST_F(DeriveTest, ReadDecisionsHonourCarveOutsAndMostSpecificRule) {
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["~/.ssh","~/.ssh/known_hosts/inner"],
+                                      "allowRead":["~/.ssh/known_hosts"]}})");
+  EXPECT_FALSE(r.readable(home_ + "/.ssh"));
+  EXPECT_FALSE(r.readable(home_ + "/.ssh/id_ed25519"));
+  EXPECT_TRUE(r.readable(home_ + "/.ssh/known_hosts"));
+  EXPECT_FALSE(r.readable(home_ + "/.ssh/known_hosts/inner/x"));
+  EXPECT_TRUE(r.readable(home_ + "/.sshrc"));
+  EXPECT_TRUE(r.readable("/usr/bin/env"));
+}
+
+TEST_F(DeriveTest, NetworkEntriesAreNormalised) {
+  auto r = deriveOk(R"({"network":{"allowedDomains":["GitHub.com.","0x7f.1:8080","*.NPMJS.org"],
+                                   "deniedDomains":["[::ffff:10.0.0.1]"]}})");
+  std::vector<std::string> allowed;
+  for (const auto& d : r.network().allowedDomains) allowed.push_back(d.text());
+  EXPECT_EQ(allowed, (std::vector<std::string>{"*.npmjs.org", "127.0.0.1:8080", "github.com"}));
+  EXPECT_EQ(r.network().deniedDomains.at(0).text(), "10.0.0.1");
+}
+
+TEST_F(DeriveTest, CanonicalFormIsStableUnderReorderingAndDuplicates) {
+  auto a = deriveOk(R"({"filesystem":{"denyRead":["/etc/shadow","~/.ssh"],"allowWrite":[".","/tmp"]},
+                        "network":{"allowedDomains":["b.example","a.example"]},"env":{"allow":["TERM","PATH"]}})");
+  auto b = deriveOk(R"({"env":{"allow":["PATH","TERM","PATH"]},"network":{"allowedDomains":["a.example","B.example."]},
+                        "filesystem":{"allowWrite":["/tmp","./"],"denyRead":["~/.ssh","/etc/shadow","/etc/../etc/shadow"]}})");
+  EXPECT_EQ(a.toJson(), b.toJson());
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_EQ(a.fingerprint().size(), 64u);
+  auto c = deriveOk(R"({"filesystem":{"denyRead":["/etc/shadow"],"allowWrite":[".","/tmp"]}})");
+  EXPECT_NE(a.fingerprint(), c.fingerprint());
+}
+
+TEST_F(DeriveTest, CanonicalJsonHasEveryAxisAndSortedKeys) {
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  auto j = nlohmann::json::parse(r.toJson());
+  for (const char* key : {"filesystem", "network", "env", "limits"}) EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j.dump(), r.toJson()) << "re-serialising must not change the bytes";
+}
+
+}  // namespace
+}  // namespace stockade
