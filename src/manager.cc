@@ -41,14 +41,12 @@ DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx
   return std::get<DerivedRules>(std::move(derived));
 }
 
-void ManagerState::writeAudit(const std::string& event,
-                              std::initializer_list<std::pair<const char*, std::string>> fields) {
-  nlohmann::json j;
+void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) {
+  nlohmann::json j = fields.is_object() ? std::move(fields) : nlohmann::json::object();
   auto now = std::chrono::system_clock::now();
   j["time"] = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() / 1e6;
   j["event"] = event;
-  j["sandboxId"] = sandboxId;
-  for (const auto& [k, v] : fields) j[k] = v;
+  if (!j.contains("sandboxId")) j["sandboxId"] = sandboxId;
   std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::function<void(const std::string&)> sink;
   {
@@ -101,10 +99,25 @@ void disposeAll(const std::shared_ptr<ManagerState>& s) {
     proxy = std::move(s->proxy);
   }
   proxy.reset();  // joins the proxy's io thread, outside the lock its providers take
-  s->writeAudit("dispose", {});
+  s->writeAudit("dispose");
 }
 
 void ManagerState::logError(const std::string& message) { writeAudit("error", {{"message", message}}); }
+
+nlohmann::json proxyEventFields(const proxy::ProxyEvent& e) {
+  return {{"sandboxId", e.sandboxId},
+          {"runId", e.runId},
+          {"protocol", proxy::protocolName(e.protocol)},
+          {"host", e.host},
+          {"port", e.port},
+          {"address", e.address},
+          {"verdict", proxy::eventVerdictName(e.verdict)},
+          {"rule", e.rule},
+          {"status", e.status},
+          {"bytesUp", e.bytesUp},
+          {"bytesDown", e.bytesDown},
+          {"durationUs", e.duration.count()}};
+}
 
 }  // namespace detail
 

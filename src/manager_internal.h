@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -52,7 +53,8 @@ struct ManagerState {
   std::function<void(const std::string&)> audit;
 
   // Never call with `mu` held by a sink that may call back into the manager.
-  void writeAudit(const std::string& event, std::initializer_list<std::pair<const char*, std::string>> fields);
+  // `fields` is a JSON object merged into the event.
+  void writeAudit(const std::string& event, nlohmann::json fields = nlohmann::json::object());
   void logError(const std::string& message);
 };
 
@@ -61,5 +63,6 @@ DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx
 void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules);
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate);
 void disposeAll(const std::shared_ptr<ManagerState>& s);
+nlohmann::json proxyEventFields(const proxy::ProxyEvent& e);
 
 }  // namespace stockade::detail

@@ -116,7 +116,7 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
     listeners.clear();  // closes listeners and tunnels, outside the lock the rules provider takes
     s->writeAudit("exit", {{"runId", run->runId},
                            {"correlationId", run->correlationId},
-                           {"exitCode", std::to_string(c.exitCode)},
+                           {"exitCode", c.exitCode},
                            {"signal", c.signalCode.value_or("")}});
     run->promise.set_value(c);
     {
@@ -210,7 +210,13 @@ Run SandboxHandle::run(RunOptions o) {
     throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
   }
   if (network) {
-    if (!s.proxy) s.proxy = std::make_unique<proxy::Proxy>();
+    if (!s.proxy) {
+      s.proxy = std::make_unique<proxy::Proxy>();
+      std::weak_ptr<ManagerState> weakState = state_;
+      s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
+        if (auto st = weakState.lock()) st->writeAudit("proxy", detail::proxyEventFields(e));
+      });
+    }
     std::weak_ptr<ManagerState> weak = state_;
     proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
       if (ownNetwork) return ownNetwork;
@@ -221,13 +227,13 @@ Run SandboxHandle::run(RunOptions o) {
     };
     for (auto& fd : listenerFds)
       shared->listeners.push_back(
-          s.proxy->addListener(std::move(fd), proxy::ListenerContext{s.sandboxId, shared->runId, provider, {}}));
+          s.proxy->addListener(std::move(fd), proxy::ListenerContext{s.sandboxId, shared->runId, provider, o.resolve}));
   }
   s.runs.emplace(shared->runId, shared);
   lock.unlock();
 
   s.writeAudit("spawn", {{"runId", shared->runId}, {"correlationId", o.correlationId},
-                         {"fingerprint", rules.fingerprint()}, {"pid", std::to_string(shared->child.pid)}});
+                         {"fingerprint", rules.fingerprint()}, {"pid", shared->child.pid}});
   if (o.stop.stop_possible()) {
     RunShared* raw = shared.get();  // the callback is destroyed (by the waiter) before `shared`
     shared->onStop = std::make_unique<std::stop_callback<std::function<void()>>>(

@@ -65,6 +65,10 @@ struct RunOptions {
   // session's (as a set) or strictly narrow it, honoured for this child alone.
   std::optional<SandboxPolicy> policy;
   std::stop_token stop;                    // stop: kill the child's process group, settle `completed`
+  // NAME -> IP literal, used by the proxy instead of DNS for this child (the
+  // CLI's --resolve). Trusted operator configuration: the address counts as
+  // explicitly allowed, but a name the policy does not allow stays denied.
+  std::map<std::string, std::string> resolve;
 };
 
 struct RunOutput {
