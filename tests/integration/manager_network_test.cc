@@ -8,24 +8,13 @@
 
 #include "proxy_test_support.h"
 #include "stockade/stockade.h"
+#include "tests/support/manager_fixture.h"
 
 namespace stockade {
 namespace {
 
-class ManagerNetworkTest : public ::testing::Test {
+class ManagerNetworkTest : public testing::ManagerFixture {
  protected:
-  void SetUp() override {
-    SandboxManager::instance().resetForTesting();
-    SandboxManager::instance().setAuditSink([this](const std::string& line) {
-      std::lock_guard lock(mu_);
-      audit_.push_back(nlohmann::json::parse(line));
-    });
-  }
-  void TearDown() override {
-    SandboxManager::instance().resetForTesting();
-    SandboxManager::instance().setAuditSink(nullptr);
-  }
-
   SandboxPolicy policy(const std::string& domains) {
     return SandboxPolicy::fromJson(R"({"network":{"allowedDomains":)" + domains + R"(},"env":{"allow":["PATH"]}})");
   }
@@ -41,19 +30,15 @@ class ManagerNetworkTest : public ::testing::Test {
   std::string get(const std::string& host) { return "curl -s -o /dev/null -w '%{http_code}' " + url(host); }
 
   proxy::testing::OriginServer origin_;
-  std::mutex mu_;
-  std::vector<nlohmann::json> audit_;
 };
 
 TEST_F(ManagerNetworkTest, AllowedNameIsReachedThroughTheProxyAndDeniedNameGets403) {
   SandboxHandle h = SandboxManager::instance().createSandbox(policy(R"(["origin.test"])"));
   auto out = h.run(curl("curl -sS " + url("origin.test", "/hello") + "; echo; " + get("denied.test"))).collect();
   EXPECT_EQ(out.out, "hello\n\n403") << out.err;
-  std::lock_guard lock(mu_);
-  bool sawDenied = std::any_of(audit_.begin(), audit_.end(), [](const auto& j) {
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) {
     return j["event"] == "proxy" && j["host"] == "denied.test" && j["verdict"] == "denied";
-  });
-  EXPECT_TRUE(sawDenied) << "every proxy decision is an audit event";
+  })) << "every proxy decision is an audit event";
 }
 
 TEST_F(ManagerNetworkTest, Socks5hThroughTheSameListenerWorks) {

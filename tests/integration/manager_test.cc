@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "stockade/stockade.h"
+#include "tests/support/manager_fixture.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade {
@@ -17,20 +18,8 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
-class ManagerTest : public ::testing::Test {
+class ManagerTest : public testing::ManagerFixture {
  protected:
-  void SetUp() override {
-    SandboxManager::instance().resetForTesting();
-    SandboxManager::instance().setAuditSink([this](const std::string& line) {
-      std::lock_guard lock(auditMu_);
-      audit_.push_back(nlohmann::json::parse(line));
-    });
-  }
-  void TearDown() override {
-    SandboxManager::instance().resetForTesting();
-    SandboxManager::instance().setAuditSink(nullptr);
-  }
-
   // A policy over this test's own directories: writes to `work`, secrets denied.
   SandboxPolicy policy(const std::string& extra = "") {
     return SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":[")" + work_ +
@@ -44,11 +33,6 @@ class ManagerTest : public ::testing::Test {
     o.env = std::move(env);
     o.policy = std::move(perCall);
     return h.run(std::move(o)).collect();
-  }
-
-  bool audited(const std::string& event) {
-    std::lock_guard lock(auditMu_);
-    return std::any_of(audit_.begin(), audit_.end(), [&](const auto& j) { return j["event"] == event; });
   }
 
   template <typename F>
@@ -65,8 +49,6 @@ class ManagerTest : public ::testing::Test {
   TempDir t_;
   std::string work_ = t_.dir("work");
   std::string secrets_ = t_.dir("secrets");
-  std::mutex auditMu_;
-  std::vector<nlohmann::json> audit_;
 };
 
 TEST_F(ManagerTest, FirstCreateSandboxAdmitsTheDerivedRules) {
