@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "policy/dir_listing.h"
 #include "policy/domain.h"
 #include "policy/paths.h"
 #include "policy/text.h"
@@ -172,32 +173,21 @@ class Deriver {
     checkAncestors(root);
     std::size_t visited = 0;
     std::function<void(const std::string&, bool)> walk = [&](const std::string& dir, bool inGitTree) {
-      DIR* d = ::opendir(dir.c_str());
-      if (!d) return;
-      std::vector<std::pair<std::string, bool>> entries;  // name, is a real directory
-      while (dirent* e = ::readdir(d)) {
-        std::string_view name = e->d_name;
-        if (name == "." || name == "..") continue;
-        bool isDir = e->d_type == DT_DIR;
-        if (e->d_type == DT_UNKNOWN) {
-          struct stat st {};
-          isDir = ::lstat(joinPath(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-        }
-        entries.emplace_back(std::string(name), isDir);
-      }
-      ::closedir(d);
+      auto listing = policy::listDirectory(dir);
+      if (!listing) return;
+      const std::vector<policy::DirEntry>& entries = *listing;
       visited += entries.size();
       if (visited > kMaxWritableTreeEntries)
         fail({"filesystem.allowWrite"}, policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
                                                      "mandatory denies before every spawn, allow a narrower tree");
       auto has = [&](std::string_view n) {
-        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == n; });
+        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.name == n; });
       };
       // A git directory: ".git" itself, a submodule's or worktree's git dir, or a bare repository.
       bool gitDir = (inGitTree || std::string_view(dir).ends_with("/.git")) && has("HEAD");
       gitDir = gitDir || (has("HEAD") && has("objects") && has("refs"));
       bool claudeDir = std::string_view(dir).ends_with("/.claude");
-      for (const auto& [name, isDir] : entries) {
+      for (const auto& [name, isDir] : entries) {  // policy::DirEntry
         std::string path = joinPath(dir, name);
         bool deny = contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
                     (gitDir && contains(kGitDirEntries, name)) || (claudeDir && contains(kClaudeEntries, name));
@@ -208,7 +198,7 @@ class Deriver {
         if (isDir) walk(path, inGitTree || name == ".git");
       }
     };
-    walk(root, root.ends_with("/.git"));  // opendir() fails quietly on a file or a missing root
+    walk(root, root.ends_with("/.git"));  // listDirectory() gives nothing for a file or a missing root
   }
 
   const SandboxPolicy& policy_;
