@@ -14,9 +14,6 @@
 
 namespace stockade {
 
-// The names stockade owns in every child (HTTP_PROXY, https_proxy, NO_PROXY, ...).
-bool isProxyVariable(std::string_view name) noexcept;
-
 // Empty when `name` may be set by a caller's overlay; otherwise why not.
 // Rules: [A-Za-z_][A-Za-z0-9_]*, not starting with "_t" (kept for the
 // sandbox's own use), not a proxy variable.
