@@ -104,21 +104,6 @@ void disposeAll(const std::shared_ptr<ManagerState>& s) {
 
 void ManagerState::logError(const std::string& message) { writeAudit("error", {{"message", message}}); }
 
-nlohmann::json proxyEventFields(const proxy::ProxyEvent& e) {
-  return {{"sandboxId", e.sandboxId},
-          {"runId", e.runId},
-          {"protocol", proxy::protocolName(e.protocol)},
-          {"host", e.host},
-          {"port", e.port},
-          {"address", e.address},
-          {"verdict", proxy::eventVerdictName(e.verdict)},
-          {"rule", e.rule},
-          {"status", e.status},
-          {"bytesUp", e.bytesUp},
-          {"bytesDown", e.bytesDown},
-          {"durationUs", e.duration.count()}};
-}
-
 }  // namespace detail
 
 using detail::deriveOrThrow;

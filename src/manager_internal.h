@@ -63,6 +63,5 @@ DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx
 void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules);
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate);
 void disposeAll(const std::shared_ptr<ManagerState>& s);
-nlohmann::json proxyEventFields(const proxy::ProxyEvent& e);
 
 }  // namespace stockade::detail

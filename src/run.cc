@@ -12,6 +12,7 @@
 #include "platform/linux/process.h"
 #include "src/child_env.h"
 #include "src/manager_internal.h"
+#include "src/proxy_audit.h"
 
 extern char** environ;
 
@@ -214,7 +215,7 @@ Run SandboxHandle::run(RunOptions o) {
       s.proxy = std::make_unique<proxy::Proxy>();
       std::weak_ptr<ManagerState> weakState = state_;
       s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
-        if (auto st = weakState.lock()) st->writeAudit("proxy", detail::proxyEventFields(e));
+        if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
       });
     }
     std::weak_ptr<ManagerState> weak = state_;
