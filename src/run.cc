@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "platform/linux/process.h"
+#include "policy/domain.h"
 #include "src/child_env.h"
 #include "src/manager_internal.h"
 #include "src/proxy_audit.h"
@@ -83,6 +84,12 @@ void validate(const RunOptions& o) {
   }
   for (const auto& a : o.argv)
     if (a.find('\0') != std::string::npos) throw std::invalid_argument("run(): an argv entry contains NUL");
+  for (const auto& [name, address] : o.resolve) {
+    if (!policy::normaliseHostName(name) || policy::canonicalIp(name))
+      throw std::invalid_argument("run(): resolve \"" + name + "\" is not a host name");
+    if (!policy::canonicalIp(address))
+      throw std::invalid_argument("run(): resolve \"" + name + "\" -> \"" + address + "\" is not an IP address");
+  }
 }
 
 Completion completionOf(const platform::ExitStatus& st) {
@@ -203,32 +210,43 @@ Run SandboxHandle::run(RunOptions o) {
   Run result(std::move(state));
   result.completed = shared->promise.get_future().share();
 
+  // Kills and reaps a child that never made it into the registry.
+  auto abandon = [&shared] {
+    platform::signalChild(shared->child.pidfd, SIGKILL);
+    (void)platform::waitExit(shared->child);
+  };
   lock.lock();
   if (!s.initialized || s.generation != generation) {
     lock.unlock();
-    platform::signalChild(shared->child.pidfd, SIGKILL);
-    (void)platform::waitExit(shared->child);
+    abandon();
     throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
   }
   if (network) {
-    if (!s.proxy) {
-      s.proxy = std::make_unique<proxy::Proxy>();
-      std::weak_ptr<ManagerState> weakState = state_;
-      s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
-        if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
-      });
+    try {
+      if (!s.proxy) {
+        s.proxy = std::make_unique<proxy::Proxy>();
+        std::weak_ptr<ManagerState> weakState = state_;
+        s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
+          if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
+        });
+      }
+      std::weak_ptr<ManagerState> weak = state_;
+      proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
+        if (ownNetwork) return ownNetwork;
+        auto st = weak.lock();
+        if (!st) return nullptr;
+        std::lock_guard l(st->mu);
+        return st->liveNetwork;  // null after dispose: everything denied
+      };
+      for (auto& fd : listenerFds)
+        shared->listeners.push_back(
+            s.proxy->addListener(std::move(fd), proxy::ListenerContext{s.sandboxId, shared->runId, provider, o.resolve}));
+    } catch (const std::exception& e) {
+      lock.unlock();
+      shared->listeners.clear();
+      abandon();
+      throw SandboxError(ErrorCode::kSpawnFailed, std::string("run(): wiring the proxy failed: ") + e.what());
     }
-    std::weak_ptr<ManagerState> weak = state_;
-    proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
-      if (ownNetwork) return ownNetwork;
-      auto st = weak.lock();
-      if (!st) return nullptr;
-      std::lock_guard l(st->mu);
-      return st->liveNetwork;  // null after dispose: everything denied
-    };
-    for (auto& fd : listenerFds)
-      shared->listeners.push_back(
-          s.proxy->addListener(std::move(fd), proxy::ListenerContext{s.sandboxId, shared->runId, provider, o.resolve}));
   }
   s.runs.emplace(shared->runId, shared);
   lock.unlock();

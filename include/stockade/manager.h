@@ -99,7 +99,8 @@ class Run {
   // Settles when the child has exited; a non-zero exit is data, never an exception.
   std::shared_future<Completion> completed;
 
-  // Drains stdout and stderr concurrently to EOF, then waits for `completed`.
+  // Closes stdin, drains stdout and stderr concurrently to EOF, then waits
+  // for `completed`.
   RunOutput collect();
 
  private:

@@ -272,6 +272,9 @@ TEST_F(ManagerTest, CallerBugsThrowInvalidArgument) {
   EXPECT_THROW(h.run({.argv = {}, .correlationId = "c", .cwd = work_}), std::invalid_argument);
   EXPECT_THROW(h.run({.argv = {"/bin/true"}, .correlationId = "", .cwd = work_}), std::invalid_argument);
   EXPECT_THROW(h.run({.argv = {"/bin/true"}, .correlationId = "c", .cwd = "relative"}), std::invalid_argument);
+  RunOptions badResolve{.argv = {"/bin/true"}, .correlationId = "c", .cwd = work_};
+  badResolve.resolve = {{"origin.test", "not-an-address"}};
+  EXPECT_THROW(h.run(std::move(badResolve)), std::invalid_argument);
 }
 
 TEST_F(ManagerTest, ConcurrentRunNarrowAndDisposeAreSafe) {
