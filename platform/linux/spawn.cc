@@ -130,6 +130,14 @@ void forwardSignal(int sig) noexcept {
     action.sa_flags = SA_RESTART;
     ::sigaction(sig, &action, nullptr);
   }
+  // init is a copy of the supervisor: its memory and /proc/1/environ hold the
+  // host's full environment. Non-dumpable (set before the fork; execve
+  // makes the program itself dumpable again) makes them unreadable to the
+  // program (same uid, but ptrace_may_access() then needs CAP_SYS_PTRACE).
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    error.add("prctl(PR_SET_DUMPABLE, 0)");
+    fail(plan, error, SetupStep::kExec);
+  }
   long program = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  // fork(), without libc's atfork machinery
   if (program < 0) {
     error.add("clone(SIGCHLD) for the program");
