@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "policy/dir_listing.h"
@@ -57,6 +58,7 @@ class Deriver {
   DerivedRules run() {
     const auto& fs = policy_.filesystem();
     for (std::size_t i = 0; i < fs.denyRead.size(); ++i) addDenyRead(fs.denyRead[i], {"filesystem.denyRead", i});
+    checkHardLinks();
     b_.fs.allowRead = resolveAll(fs.allowRead, "filesystem.allowRead");
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
     b_.fs.denyWrite = resolveAll(fs.denyWrite, "filesystem.denyWrite");
@@ -134,6 +136,26 @@ class Deriver {
       auto real = resolver_.resolve(m);
       b_.fs.denyRead.push_back(m);
       if (real && *real != m) b_.fs.denyRead.push_back(*real);  // the link and the object it names
+    }
+  }
+
+  // A mask hides a path, not the object: a read-denied file with another name
+  // that is not denied too would stay readable under that name. Refuse it.
+  void checkHardLinks() {
+    std::map<std::pair<dev_t, ino_t>, std::size_t> deniedNames;
+    for (const auto& p : b_.fs.denyRead) {
+      const auto* e = resolver_.seen(p);
+      if (e && e->regularFile && e->links > 1) ++deniedNames[{e->device, e->inode}];
+    }
+    for (const auto& p : b_.fs.denyRead) {
+      const auto* e = resolver_.seen(p);
+      if (!e || !e->regularFile || e->links <= 1) continue;
+      std::size_t named = deniedNames[{e->device, e->inode}];
+      if (named < e->links)
+        fail({"filesystem.denyRead"}, policy::quote(p) + " has " + std::to_string(e->links) +
+                                          " hard links and only " + std::to_string(named) +
+                                          " of them are denied; the other names would stay readable. "
+                                          "Deny them too, or remove the extra links");
     }
   }
 

@@ -74,8 +74,17 @@ const PathResolver::Entry& PathResolver::look(std::string_view path) {
     }
   } else {
     e.kind = Entry::kPresent;
+    e.device = st.st_dev;
+    e.inode = st.st_ino;
+    e.links = st.st_nlink;
+    e.regularFile = S_ISREG(st.st_mode);
   }
   return cache_.emplace(std::move(key), std::move(e)).first->second;
+}
+
+const PathResolver::Entry* PathResolver::seen(std::string_view realPath) const {
+  auto it = cache_.find(realPath);
+  return it == cache_.end() ? nullptr : &it->second;
 }
 
 namespace {
