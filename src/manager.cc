@@ -83,7 +83,7 @@ void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate) {
 // Kills every in-flight child and waits until each has settled. Returns with
 // the sandbox uninitialised. Safe to call when nothing is live.
 void disposeAll(const std::shared_ptr<ManagerState>& s) {
-  std::unique_ptr<proxy::Proxy> proxy;
+  std::shared_ptr<proxy::Proxy> proxy;
   {
     std::unique_lock lock(s->mu);
     if (!s->initialized && s->runs.empty()) return;
@@ -95,10 +95,10 @@ void disposeAll(const std::shared_ptr<ManagerState>& s) {
     s->settled.wait(lock, [&] { return s->runs.empty(); });
     s->livePolicy.reset();
     s->baseline.reset();
-    s->liveNetwork.reset();
+    s->liveNetwork.store(nullptr);
     proxy = std::move(s->proxy);
   }
-  proxy.reset();  // joins the proxy's io thread, outside the lock its providers take
+  proxy.reset();  // joins the proxy's io thread (unless a starting run still holds it), outside the lock
   s->writeAudit("dispose");
 }
 

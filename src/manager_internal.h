@@ -1,6 +1,7 @@
 // Internal state shared by SandboxManager, SandboxHandle and Run.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -43,9 +44,12 @@ struct ManagerState {
   DeriveContext context;
   std::optional<SandboxPolicy> livePolicy;
   std::optional<policy::DriftBaseline> baseline;             // the live rules + identities of denied objects
-  std::shared_ptr<const DerivedRules::Network> liveNetwork;  // what the proxy reads per request
+  // What the proxy reads per request, on its io thread. Atomic rather than
+  // under `mu`: the proxy must never wait for the manager's lock, because
+  // run() and dispose() wait for the proxy's io thread.
+  std::atomic<std::shared_ptr<const DerivedRules::Network>> liveNetwork;
   std::map<std::string, std::shared_ptr<RunShared>> runs;
-  std::unique_ptr<proxy::Proxy> proxy;  // created with the first child that has network
+  std::shared_ptr<proxy::Proxy> proxy;  // created with the first child that has network
 
   Spawner spawner;  // spawns from one long-lived thread: PDEATHSIG is tied to the spawning thread
 

@@ -212,9 +212,12 @@ Run SandboxHandle::run(RunOptions o) {
 
   // Kills and reaps a child that never made it into the registry.
   auto abandon = [&shared] {
+    shared->listeners.clear();
     platform::signalChild(shared->child.pidfd, SIGKILL);
     (void)platform::waitExit(shared->child);
   };
+  std::shared_ptr<proxy::Proxy> egress;
+  std::string sandboxId;
   lock.lock();
   if (!s.initialized || s.generation != generation) {
     lock.unlock();
@@ -222,31 +225,41 @@ Run SandboxHandle::run(RunOptions o) {
     throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
   }
   if (network) {
+    if (!s.proxy) {
+      s.proxy = std::make_shared<proxy::Proxy>();
+      std::weak_ptr<ManagerState> weakState = state_;
+      s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
+        if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
+      });
+    }
+    egress = s.proxy;
+  }
+  sandboxId = s.sandboxId;
+  lock.unlock();
+
+  // addListener() waits for the proxy's io thread, so the lock is not held.
+  if (egress) {
+    std::weak_ptr<ManagerState> weak = state_;
+    proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
+      if (ownNetwork) return ownNetwork;
+      auto st = weak.lock();
+      return st ? st->liveNetwork.load() : nullptr;  // null after dispose: everything denied
+    };
     try {
-      if (!s.proxy) {
-        s.proxy = std::make_unique<proxy::Proxy>();
-        std::weak_ptr<ManagerState> weakState = state_;
-        s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
-          if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
-        });
-      }
-      std::weak_ptr<ManagerState> weak = state_;
-      proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
-        if (ownNetwork) return ownNetwork;
-        auto st = weak.lock();
-        if (!st) return nullptr;
-        std::lock_guard l(st->mu);
-        return st->liveNetwork;  // null after dispose: everything denied
-      };
       for (auto& fd : listenerFds)
         shared->listeners.push_back(
-            s.proxy->addListener(std::move(fd), proxy::ListenerContext{s.sandboxId, shared->runId, provider, o.resolve}));
+            egress->addListener(std::move(fd), proxy::ListenerContext{sandboxId, shared->runId, provider, o.resolve}));
     } catch (const std::exception& e) {
-      lock.unlock();
-      shared->listeners.clear();
       abandon();
       throw SandboxError(ErrorCode::kSpawnFailed, std::string("run(): wiring the proxy failed: ") + e.what());
     }
+  }
+
+  lock.lock();
+  if (!s.initialized || s.generation != generation) {
+    lock.unlock();
+    abandon();
+    throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
   }
   s.runs.emplace(shared->runId, shared);
   lock.unlock();
