@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "policy/dir_listing.h"
 #include "policy/domain.h"
 #include "policy/paths.h"
 #include "policy/text.h"
@@ -55,12 +57,13 @@ class Deriver {
 
   DerivedRules run() {
     const auto& fs = policy_.filesystem();
-    for (std::size_t i = 0; i < fs.denyRead.size(); ++i) addDenyRead(fs.denyRead[i], at("filesystem.denyRead", i));
+    for (std::size_t i = 0; i < fs.denyRead.size(); ++i) addDenyRead(fs.denyRead[i], {"filesystem.denyRead", i});
+    checkHardLinks();
     b_.fs.allowRead = resolveAll(fs.allowRead, "filesystem.allowRead");
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
     b_.fs.denyWrite = resolveAll(fs.denyWrite, "filesystem.denyWrite");
     b_.fs.defaultWrite = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"};
-    if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, "context.tmpdir"));
+    if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, {"context.tmpdir"}));
     for (const auto& root : b_.fs.allowWrite) findMandatoryDenies(root);
 
     const auto& net = policy_.network();
@@ -74,15 +77,23 @@ class Deriver {
   }
 
  private:
-  static std::string at(const char* field, std::size_t i) { return std::string(field) + "[" + std::to_string(i) + "]"; }
+  // Where a value came from; spelt out only when something fails.
+  struct Where {
+    const char* field;
+    std::size_t index = kNoIndex;
+    static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+    std::string text() const {
+      return index == kNoIndex ? field : std::string(field) + "[" + std::to_string(index) + "]";
+    }
+  };
 
-  [[noreturn]] static void fail(const std::string& where, std::string message) {
-    throw DeriveFailure{{where, std::move(message)}};
+  [[noreturn]] static void fail(const Where& where, std::string message) {
+    throw DeriveFailure{{where.text(), std::move(message)}};
   }
 
   // `~` and relative forms made absolute. Not lexically normalised: "link/.."
   // must be resolved the kernel's way, by resolvePath().
-  std::string absolute(const std::string& p, const std::string& where) const {
+  std::string absolute(const std::string& p, const Where& where) const {
     std::string out;
     if (p == "~" || p.starts_with("~/")) {
       if (ctx_.home.empty() || ctx_.home.front() != '/')
@@ -98,19 +109,20 @@ class Deriver {
     return out;
   }
 
-  std::string resolve(const std::string& p, const std::string& where) const {
-    auto real = policy::resolvePath(absolute(p, where));
+  std::string resolve(const std::string& p, const Where& where) {
+    auto real = resolver_.resolve(absolute(p, where));
     if (!real) fail(where, policy::quote(p) + " runs into a symlink loop; fix or remove the link");
     return *real;
   }
 
-  std::vector<std::string> resolveAll(const std::vector<std::string>& list, const char* field) const {
+  std::vector<std::string> resolveAll(const std::vector<std::string>& list, const char* field) {
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(list[i], at(field, i)));
+    out.reserve(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(list[i], {field, i}));
     return out;
   }
 
-  void addDenyRead(const std::string& p, const std::string& where) {
+  void addDenyRead(const std::string& p, const Where& where) {
     if (!policy::hasGlob(p)) {
       b_.fs.denyRead.push_back(resolve(p, where));
       return;
@@ -121,9 +133,29 @@ class Deriver {
     if (!matches)
       fail(where, policy::quote(p) + " had to examine more than 1000000 entries; start the pattern in a narrower directory");
     for (const auto& m : *matches) {
-      auto real = policy::resolvePath(m);
+      auto real = resolver_.resolve(m);
       b_.fs.denyRead.push_back(m);
       if (real && *real != m) b_.fs.denyRead.push_back(*real);  // the link and the object it names
+    }
+  }
+
+  // A mask hides a path, not the object: a read-denied file with another name
+  // that is not denied too would stay readable under that name. Refuse it.
+  void checkHardLinks() {
+    std::map<std::pair<dev_t, ino_t>, std::size_t> deniedNames;
+    for (const auto& p : b_.fs.denyRead) {
+      const auto* e = resolver_.seen(p);
+      if (e && e->regularFile && e->links > 1) ++deniedNames[{e->device, e->inode}];
+    }
+    for (const auto& p : b_.fs.denyRead) {
+      const auto* e = resolver_.seen(p);
+      if (!e || !e->regularFile || e->links <= 1) continue;
+      std::size_t named = deniedNames[{e->device, e->inode}];
+      if (named < e->links)
+        fail({"filesystem.denyRead"}, policy::quote(p) + " has " + std::to_string(e->links) +
+                                          " hard links and only " + std::to_string(named) +
+                                          " of them are denied; the other names would stay readable. "
+                                          "Deny them too, or remove the extra links");
     }
   }
 
@@ -163,32 +195,21 @@ class Deriver {
     checkAncestors(root);
     std::size_t visited = 0;
     std::function<void(const std::string&, bool)> walk = [&](const std::string& dir, bool inGitTree) {
-      DIR* d = ::opendir(dir.c_str());
-      if (!d) return;
-      std::vector<std::pair<std::string, bool>> entries;  // name, is a real directory
-      while (dirent* e = ::readdir(d)) {
-        std::string_view name = e->d_name;
-        if (name == "." || name == "..") continue;
-        bool isDir = e->d_type == DT_DIR;
-        if (e->d_type == DT_UNKNOWN) {
-          struct stat st {};
-          isDir = ::lstat(joinPath(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-        }
-        entries.emplace_back(std::string(name), isDir);
-      }
-      ::closedir(d);
+      auto listing = policy::listDirectory(dir);
+      if (!listing) return;
+      const std::vector<policy::DirEntry>& entries = *listing;
       visited += entries.size();
       if (visited > kMaxWritableTreeEntries)
-        fail("filesystem.allowWrite", policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
+        fail({"filesystem.allowWrite"}, policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
                                                      "mandatory denies before every spawn, allow a narrower tree");
       auto has = [&](std::string_view n) {
-        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == n; });
+        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.name == n; });
       };
       // A git directory: ".git" itself, a submodule's or worktree's git dir, or a bare repository.
       bool gitDir = (inGitTree || std::string_view(dir).ends_with("/.git")) && has("HEAD");
       gitDir = gitDir || (has("HEAD") && has("objects") && has("refs"));
       bool claudeDir = std::string_view(dir).ends_with("/.claude");
-      for (const auto& [name, isDir] : entries) {
+      for (const auto& [name, isDir] : entries) {  // policy::DirEntry
         std::string path = joinPath(dir, name);
         bool deny = contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
                     (gitDir && contains(kGitDirEntries, name)) || (claudeDir && contains(kClaudeEntries, name));
@@ -199,13 +220,13 @@ class Deriver {
         if (isDir) walk(path, inGitTree || name == ".git");
       }
     };
-    struct stat st {};
-    if (::stat(root.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) walk(root, root.ends_with("/.git"));
+    walk(root, root.ends_with("/.git"));  // listDirectory() gives nothing for a file or a missing root
   }
 
   const SandboxPolicy& policy_;
   const DeriveContext& ctx_;
   RulesBuilder b_;
+  policy::PathResolver resolver_;  // one consistent look at the filesystem per derive()
 };
 
 }  // namespace

@@ -1,12 +1,15 @@
 #include "policy/paths.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <functional>
 
 namespace stockade::policy {
@@ -55,53 +58,88 @@ bool isWithin(std::string_view path, std::string_view root) noexcept {
   return path.size() == root.size() || path[root.size()] == '/';
 }
 
-std::optional<std::string> resolvePath(std::string_view path) {
-  // Work list of components still to walk; a symlink's target is spliced in
-  // front of the rest. `..` is applied to the real prefix, as the kernel does.
-  std::vector<std::string> todo;
-  for (std::string_view c : components(path)) todo.emplace_back(c);
-  std::reverse(todo.begin(), todo.end());
-  std::string real = "/";
+const PathResolver::Entry& PathResolver::look(std::string_view path) {
+  if (auto it = cache_.find(path); it != cache_.end()) return it->second;
+  Entry e;
+  std::string key(path);
+  struct stat st {};
+  if (::lstat(key.c_str(), &st) != 0) {
+    e.kind = Entry::kMissing;  // ENOENT, ENOTDIR, EACCES: nothing further to follow
+  } else if (S_ISLNK(st.st_mode)) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(key.c_str(), buf, sizeof buf);
+    if (n > 0) {
+      e.kind = Entry::kSymlink;
+      e.target.assign(buf, static_cast<std::size_t>(n));
+    }
+  } else {
+    e.kind = Entry::kPresent;
+    e.device = st.st_dev;
+    e.inode = st.st_ino;
+    e.links = st.st_nlink;
+    e.regularFile = S_ISREG(st.st_mode);
+  }
+  return cache_.emplace(std::move(key), std::move(e)).first->second;
+}
+
+const PathResolver::Entry* PathResolver::seen(std::string_view realPath) const {
+  auto it = cache_.find(realPath);
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// Pops the next component off the front of `rest` ("" when none is left).
+std::string_view nextComponent(std::string_view& rest) {
+  std::size_t i = rest.find_first_not_of('/');
+  if (i == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(i);
+  std::size_t j = rest.find('/');
+  std::string_view c = rest.substr(0, j);
+  rest.remove_prefix(j == std::string_view::npos ? rest.size() : j);
+  return c;
+}
+
+}  // namespace
+
+std::optional<std::string> PathResolver::resolve(std::string_view path) {
+  // A stack of texts still to walk: the path, then each symlink target spliced
+  // in front of what remained. The views point into `path` or into cached
+  // link targets (map nodes never move), so the walk allocates only `real`.
+  // `..` is applied to the real prefix, as the kernel does.
+  std::vector<std::string_view> pending{path};
+  std::string real;
+  real.reserve(path.size() + 32);
   int hops = 0;
   bool missing = false;  // once a component is absent, the rest is lexical
-  while (!todo.empty()) {
-    std::string c = std::move(todo.back());
-    todo.pop_back();
-    if (c == ".") continue;
+  while (!pending.empty()) {
+    std::string_view c = nextComponent(pending.back());
+    if (pending.back().empty()) pending.pop_back();
+    if (c.empty() || c == ".") continue;
     if (c == "..") {
-      if (real != "/") real.resize(std::max<std::size_t>(1, real.rfind('/')));
+      real.resize(real.empty() ? 0 : real.rfind('/'));
       continue;
     }
-    std::string next = join(real, c);
-    if (missing) {
-      real = std::move(next);
-      continue;
-    }
-    struct stat st {};
-    if (::lstat(next.c_str(), &st) != 0) {
-      missing = true;  // ENOENT, ENOTDIR, EACCES: nothing further to follow
-      real = std::move(next);
-      continue;
-    }
-    if (!S_ISLNK(st.st_mode)) {
-      real = std::move(next);
+    const std::size_t parentSize = real.size();
+    real += '/';
+    real += c;
+    if (missing) continue;
+    const Entry& e = look(real);
+    if (e.kind != Entry::kSymlink) {
+      missing = e.kind == Entry::kMissing;
       continue;
     }
     if (++hops > 40) return std::nullopt;
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink(next.c_str(), buf, sizeof buf);
-    if (n <= 0) {
-      missing = true;
-      real = std::move(next);
-      continue;
-    }
-    std::string_view target(buf, static_cast<std::size_t>(n));
-    if (target.starts_with('/')) real = "/";
-    auto parts = components(target);
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.emplace_back(*it);
+    real.resize(e.target.starts_with('/') ? 0 : parentSize);
+    pending.push_back(e.target);
   }
-  return real;
+  return real.empty() ? "/" : real;
 }
+
+std::optional<std::string> resolvePath(std::string_view path) { return PathResolver().resolve(path); }
 
 bool hasGlob(std::string_view text) noexcept {
   return text.find_first_of("*?[") != std::string_view::npos;

@@ -2,10 +2,13 @@
 // containment, symlink resolution (lstat/readlink only) and glob expansion.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace stockade::policy {
@@ -17,10 +20,40 @@ std::string lexicallyNormal(std::string_view path);
 // within "/a"). Both must be lexically normal.
 bool isWithin(std::string_view path, std::string_view root) noexcept;
 
-// The real path of `path` (absolute, normal): every symlink on the way is
-// followed, including a dangling last one; the part that does not exist is
-// appended as written. nullopt when a symlink loop is found.
+// The real path of `path` (absolute): every symlink on the way is followed,
+// including a dangling last one, and `..` applies to the real parent, as in the
+// kernel; the part that does not exist is appended as written. nullopt when a
+// symlink loop is found.
 std::optional<std::string> resolvePath(std::string_view path);
+
+// resolvePath() for many paths at once: each distinct prefix is looked at
+// (lstat, readlink) once per resolver, so one derive() costs about one system
+// call per distinct directory rather than one per component per path.
+// Use one resolver for one consistent pass only; it never refreshes.
+class PathResolver {
+ public:
+  std::optional<std::string> resolve(std::string_view path);
+
+  // What lstat() said of a real path this resolver has walked through or to.
+  struct Entry {
+    enum Kind { kMissing, kPresent, kSymlink } kind = kMissing;
+    std::string target;  // kSymlink
+    dev_t device = 0;    // kPresent
+    ino_t inode = 0;
+    nlink_t links = 0;
+    bool regularFile = false;
+  };
+  // nullptr when `realPath` was not looked at.
+  const Entry* seen(std::string_view realPath) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  const Entry& look(std::string_view path);
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
+};
 
 // True when the text contains glob metacharacters (`*`, `?`, `[`).
 bool hasGlob(std::string_view text) noexcept;

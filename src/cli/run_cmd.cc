@@ -17,12 +17,17 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <sstream>
 
 #include "platform/linux/process.h"
+#include "proxy/proxy.h"
+#include "src/child_env.h"
+#include "src/proxy_audit.h"
 #include "platform/linux/spawn.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
@@ -64,19 +69,12 @@ struct Failure {
 struct RunOptions {
   std::optional<std::string> policyFile;
   std::string cwd;
-  std::vector<std::pair<std::string, std::string>> env;
+  std::map<std::string, std::string> env;
   std::optional<std::chrono::milliseconds> timeout;
-  std::vector<std::pair<std::string, std::string>> resolve;
+  std::map<std::string, std::string> resolve;
   std::optional<std::string> auditFile;
   std::vector<std::string> argv;
 };
-
-bool validEnvName(std::string_view name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
-  for (char c : name)
-    if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) return false;
-  return true;
-}
 
 bool validHostName(std::string_view host) {
   if (host.empty() || host.size() > 253 || host.front() == '.' || host.front() == '-') return false;
@@ -108,10 +106,9 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
   }
   for (const auto& e : args.values("env")) {
     auto eq = e.find('=');
-    if (eq == std::string::npos || !validEnvName(e.substr(0, eq)))
-      throw Failure{"--env \"" + e + "\": expected NAME=VALUE with NAME made of letters, digits and _"};
-    if (e.find('\0') != std::string::npos) throw Failure{"--env \"" + e.substr(0, eq) + "\": value contains NUL"};
-    o.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+    if (eq == std::string::npos) throw Failure{"--env \"" + e + "\": expected NAME=VALUE"};
+    if (auto problem = overlayNameProblem(e.substr(0, eq)); !problem.empty()) throw Failure{"--env: " + problem};
+    o.env[e.substr(0, eq)] = e.substr(eq + 1);
   }
   if (auto t = args.value("timeout-ms")) {
     long long ms = 0;
@@ -129,7 +126,7 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
     std::string bare = addr.size() > 2 && addr.front() == '[' && addr.back() == ']' ? addr.substr(1, addr.size() - 2) : addr;
     if (::inet_pton(AF_INET, bare.c_str(), buf) != 1 && ::inet_pton(AF_INET6, bare.c_str(), buf) != 1)
       throw Failure{"--resolve \"" + r + "\": \"" + addr + "\" is not an IPv4 or IPv6 address"};
-    o.resolve.emplace_back(host, bare);
+    o.resolve[host] = bare;
   }
   o.auditFile = args.value("audit");
   if (!args.positionals.empty())
@@ -191,25 +188,6 @@ nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
           {"degradations", r.degradations}};
 }
 
-std::vector<std::string> childEnvironment(const DerivedRules& rules, const RunOptions& o) {
-  std::vector<std::pair<std::string, std::string>> vars;
-  auto set = [&](const std::string& name, const std::string& value) {
-    for (auto& v : vars)
-      if (v.first == name) {
-        v.second = value;
-        return;
-      }
-    vars.emplace_back(name, value);
-  };
-  for (const auto& name : rules.envAllow())
-    if (const char* value = ::getenv(name.c_str())) set(name, value);
-  for (const auto& [name, value] : o.env) set(name, value);
-  set("TMPDIR", "/tmp");  // the sandbox's private /tmp
-  std::vector<std::string> out;
-  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
-  return out;
-}
-
 int execFailureCode(const platform::SpawnError& e) {
   if (e.step != platform::SetupStep::kExec) return kExitStockadeFailed;
   if (e.error == ENOENT || e.error == ENOTDIR) return kExitNotFound;
@@ -244,7 +222,12 @@ int run(const RunOptions& o) {
   platform::UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC));
   if (!signals) throw Failure{std::string("signalfd() failed: ") + std::strerror(errno)};
 
-  platform::SpawnRequest request{rules, o.argv, o.cwd, childEnvironment(rules, o)};
+  // With allowed domains, the child's one way out is the proxy, reached on its
+  // own loopback; without, it has no network at all.
+  std::optional<std::uint16_t> proxyPort;
+  if (!rules.network().allowedDomains.empty()) proxyPort = kSandboxProxyPort;
+  platform::SpawnRequest request{rules, o.argv, o.cwd, childEnvironment(rules, environ, o.env, proxyPort)};
+  request.proxyPort = proxyPort;
   request.stdio = platform::Stdio::kInherit;
   request.onMissingLayer = platform::OnMissingLayer::kRunAndReport;
   // Only the audit log shows the fingerprint; OpenSSL's provider start-up is
@@ -261,6 +244,22 @@ int run(const RunOptions& o) {
     return code;
   }
   platform::Child child = std::move(std::get<platform::Child>(spawned));
+  // Declared before the listeners, so that they close first.
+  std::unique_ptr<proxy::Proxy> egress;
+  std::vector<proxy::ListenerHandle> listeners;
+  if (proxyPort) {
+    egress = std::make_unique<proxy::Proxy>();
+    egress->setAuditSink([&audit](const proxy::ProxyEvent& e) {
+      nlohmann::json event = proxyEventJson(e);
+      event["event"] = "proxy";
+      audit.write(std::move(event));
+    });
+    auto network = std::make_shared<const DerivedRules::Network>(rules.network());
+    proxy::RulesProvider provider = [network] { return network; };
+    const std::string runId = "run-" + std::to_string(child.pid);
+    for (auto& fd : child.proxyListeners)
+      listeners.push_back(egress->addListener(std::move(fd), {"cli", runId, provider, o.resolve}));
+  }
   for (const auto& d : child.enforcement.degradations) std::cerr << "stockade: warning: weaker enforcement: " << d << "\n";
   audit.write({{"event", "spawn"}, {"pid", child.pid}, {"fingerprint", fingerprint}, {"argv", o.argv},
                {"cwd", o.cwd}, {"enforcement", enforcementJson(child.enforcement)}});

@@ -1,0 +1,275 @@
+// Limits, hostile clients and volume: every limit answers with its status and
+// never hangs; garbage and slowloris clients do not hurt other clients; 1,000
+// concurrent tunnels; 200 sequential large downloads without truncation.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <random>
+#include <thread>
+
+#include "proxy_fixture.h"
+
+namespace stockade::proxy::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ProxyRobustnessTest : public ProxyFixture {
+ protected:
+  std::string p() const { return std::to_string(origin_->port()); }
+  bool stillServes() {
+    CurlResult r = runCurl({"--proxy", httpProxy(), "-sS", "-o", "/dev/null", "-w", "%{http_code}", url("/bytes/100/1")});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out, "200");
+    return r.exitCode == 0 && r.out == "200";
+  }
+  std::string connectTo(int fd, const std::string& target) {
+    sendAll(fd, "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
+    return readHead(fd);
+  }
+};
+
+TEST_F(ProxyRobustnessTest, OversizedRequestHeadGets431) {
+  ProxyLimits limits;
+  limits.maxHeaderBytes = 8 * 1024;
+  start({files()}, {}, limits);
+  std::string request = "GET " + url("/") + " HTTP/1.1\r\nHost: " + files() + "\r\nX-Big: " + std::string(9000, 'a') +
+                        "\r\n\r\n";
+  EXPECT_TRUE(roundTrip(port_, request).starts_with("HTTP/1.1 431")) << "head over the limit";
+  // A head that never ends is refused too, once it passes the limit.
+  EXPECT_TRUE(roundTrip(port_, "GET " + url("/") + " HTTP/1.1\r\nX: " + std::string(20000, 'b')).starts_with("HTTP/1.1 431"));
+  EXPECT_TRUE(stillServes());
+}
+
+TEST_F(ProxyRobustnessTest, SlowlorisPartialHeadGets408AndOthersAreServedMeanwhile) {
+  ProxyLimits limits;
+  limits.headerTimeout = 500ms;
+  start({files()}, {}, limits);
+  std::vector<platform::UniqueFd> slow;
+  for (int i = 0; i < 20; ++i) {
+    slow.push_back(connectLoopback(port_));
+    sendAll(slow.back().get(), "GET " + url("/") + " HTTP/1.1\r\nHost: fil");
+  }
+  EXPECT_TRUE(stillServes());
+  for (auto& fd : slow) {
+    sendAll(fd.get(), "e");  // trickling bytes does not extend the head deadline
+    std::string reply = readAll(fd.get());
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 408")) << reply;
+    EXPECT_NE(reply.find("X-Proxy-Error: request-timeout"), std::string::npos);
+  }
+  // A connection that never sends a byte is closed without a reply.
+  auto silent = connectLoopback(port_);
+  EXPECT_EQ(readAll(silent.get()), "");
+}
+
+TEST_F(ProxyRobustnessTest, TunnelLimitPerSandboxGets503AndFreesSlotsOnClose) {
+  EchoServer echo;
+  ProxyLimits limits;
+  limits.maxTunnelsPerSandbox = 2;
+  std::string target = "echo.test:" + std::to_string(echo.port());
+  start({target}, {}, limits, {{"echo.test", "127.0.0.1"}});
+  auto a = connectLoopback(port_);
+  auto b = connectLoopback(port_);
+  EXPECT_TRUE(connectTo(a.get(), target).starts_with("HTTP/1.1 200"));
+  EXPECT_TRUE(connectTo(b.get(), target).starts_with("HTTP/1.1 200"));
+  EXPECT_EQ(proxy_->activeTunnels("sb-1"), 2u);
+  auto c = connectLoopback(port_);
+  std::string refused = connectTo(c.get(), target);
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503")) << refused;
+  EXPECT_NE(refused.find("X-Proxy-Error: tunnel-limit"), std::string::npos);
+  // SOCKS5 is refused with "general failure".
+  auto s = connectLoopback(port_);
+  sendAll(s.get(), std::string("\x05\x01\x00", 3));
+  ASSERT_EQ(readN(s.get(), 2), std::string("\x05\x00", 2));
+  sendAll(s.get(), std::string("\x05\x01\x00\x03\x09", 5) + "echo.test" + char(echo.port() >> 8) + char(echo.port() & 0xff));
+  std::string reply = readN(s.get(), 10);
+  ASSERT_EQ(reply.size(), 10u);
+  EXPECT_EQ(reply[1], 0x01);
+  // Closing one tunnel frees its slot.
+  ::shutdown(a.get(), SHUT_WR);
+  EXPECT_EQ(readAll(a.get()), "");
+  a.reset();
+  auto d = connectLoopback(port_);
+  std::string again;
+  for (int i = 0; i < 100 && !again.starts_with("HTTP/1.1 200"); ++i) {  // the slot frees when the proxy sees EOF
+    d = connectLoopback(port_);
+    again = connectTo(d.get(), target);
+    if (!again.starts_with("HTTP/1.1 200")) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(again.starts_with("HTTP/1.1 200")) << again;
+}
+
+TEST_F(ProxyRobustnessTest, ConnectTimeoutGets504) {
+  // A listener whose accept queue is full drops further SYNs, so connecting
+  // to it hangs: the proxy must give up and say so.
+  std::uint16_t blackhole = 0;
+  auto full = listenLoopback(blackhole, false, 0);
+  std::vector<platform::UniqueFd> fillers;
+  for (int i = 0; i < 4; ++i) {
+    platform::UniqueFd f(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(blackhole);
+    ::connect(f.get(), reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(std::move(f));
+  }
+  ProxyLimits limits;
+  limits.connectTimeout = 300ms;
+  std::string target = "hole.test:" + std::to_string(blackhole);
+  start({target}, {}, limits, {{"hole.test", "127.0.0.1"}});
+  auto fd = connectLoopback(port_);
+  std::string reply = connectTo(fd.get(), target);
+  if (reply.starts_with("HTTP/1.1 200")) GTEST_SKIP() << "this kernel accepted beyond the backlog; cannot provoke a connect timeout";
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 504")) << reply;
+}
+
+TEST_F(ProxyRobustnessTest, IdleTunnelIsClosedAfterTheIdleTimeout) {
+  EchoServer echo;
+  ProxyLimits limits;
+  limits.idleTimeout = 300ms;
+  std::string target = "echo.test:" + std::to_string(echo.port());
+  start({target}, {}, limits, {{"echo.test", "127.0.0.1"}});
+  auto fd = connectLoopback(port_);
+  ASSERT_TRUE(connectTo(fd.get(), target).starts_with("HTTP/1.1 200"));
+  sendAll(fd.get(), "ping");
+  EXPECT_EQ(readN(fd.get(), 4), "ping");
+  EXPECT_EQ(readAll(fd.get()), "");  // closed by the proxy, not by the 10 s client timeout
+  proxy_->shutdown();
+  auto ev = events();
+  ASSERT_FALSE(ev.empty());
+  EXPECT_NE(ev.back().rule.find("idle"), std::string::npos) << ev.back().rule;
+  EXPECT_EQ(ev.back().bytesUp, 4u);
+  EXPECT_EQ(ev.back().bytesDown, 4u);
+}
+
+TEST_F(ProxyRobustnessTest, GarbageNeverCrashesOrHangsTheProxy) {
+  start({files()});
+  std::mt19937_64 rng(1234);
+  std::vector<std::string> inputs = {
+      "",
+      "\r\n\r\n",
+      "\x05",
+      std::string("\x05\x00", 2),
+      std::string("\x05\x01\x00\x05\x01\x00\x03\xff", 8),
+      std::string("\x05\x01\x00\x05\x01\x00\x03\x00\x00\x50", 10),
+      "GET",
+      "GET http://files.test HTTP/1.1\r\n\r\n",
+      "CONNECT\r\n\r\n",
+      "CONNECT files.test:99999 HTTP/1.1\r\n\r\n",
+      "CONNECT [::1 HTTP/1.1\r\n\r\n",
+      std::string("GET http://files.test\0:1/ HTTP/1.1\r\n\r\n", 36),
+      "POST " + url("/sha") + " HTTP/1.1\r\nHost: " + files() + "\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+      "POST " + url("/sha") + " HTTP/1.1\r\nHost: " + files() + "\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+  };
+  for (int i = 0; i < 200; ++i) {
+    std::string junk(rng() % 2000, '\0');
+    for (char& c : junk) c = static_cast<char>(rng());
+    inputs.push_back(junk);
+  }
+  for (const auto& in : inputs) {
+    auto fd = connectLoopback(port_);
+    ASSERT_TRUE(fd);
+    sendAll(fd.get(), in);
+    ::shutdown(fd.get(), SHUT_WR);  // no more input: the proxy must answer or close, never wait
+    std::string reply = readAll(fd.get());
+    EXPECT_FALSE(reply.starts_with("HTTP/1.1 200")) << in;
+  }
+  EXPECT_TRUE(stillServes());
+}
+
+TEST_F(ProxyRobustnessTest, AThousandConcurrentTunnelsAllCarryTheirOwnBytes) {
+  EchoServer echo;
+  std::string target = "echo.test:" + std::to_string(echo.port());
+  start({target, files()}, {}, {}, {{"echo.test", "127.0.0.1"}});
+  constexpr int kTunnels = 1000;
+  std::vector<platform::UniqueFd> fds;
+  for (int i = 0; i < kTunnels; ++i) {
+    fds.push_back(connectLoopback(port_));
+    ASSERT_TRUE(fds.back()) << "connection " << i;
+    if (i % 2 == 0) {
+      sendAll(fds.back().get(), "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
+    } else {
+      sendAll(fds.back().get(), std::string("\x05\x01\x00\x05\x01\x00\x03\x09", 8) + "echo.test" +
+                                    char(echo.port() >> 8) + char(echo.port() & 0xff));
+    }
+  }
+  for (int i = 0; i < kTunnels; ++i) {
+    if (i % 2 == 0) {
+      ASSERT_TRUE(readHead(fds[i].get()).starts_with("HTTP/1.1 200")) << i;
+    } else {
+      std::string r = readN(fds[i].get(), 12);
+      ASSERT_EQ(r.size(), 12u) << i;
+      ASSERT_EQ(r[3], 0x00) << i;
+    }
+  }
+  EXPECT_EQ(proxy_->activeTunnels("sb-1"), static_cast<std::size_t>(kTunnels));
+  for (int i = 0; i < kTunnels; ++i) sendAll(fds[i].get(), "tunnel-" + std::to_string(i) + ";");
+  for (int i = 0; i < kTunnels; ++i) {
+    std::string want = "tunnel-" + std::to_string(i) + ";";
+    EXPECT_EQ(readN(fds[i].get(), want.size()), want);
+  }
+  fds.clear();
+  EXPECT_TRUE(stillServes());
+}
+
+TEST_F(ProxyRobustnessTest, TwoHundredSequentialFourMegabyteDownloadsAreNeverTruncated) {
+  // 200 x 4 MB (800 MB in all) keeps the suite fast; each body is
+  // close-delimited and its tunnel or connection closes right after the last
+  // byte, which is exactly where a proxy that drops buffered bytes on
+  // half-close truncates.
+  start({files()});
+  TempDir dir;
+  constexpr std::uint64_t kSize = 4ull << 20;
+  constexpr int kDownloads = 200;
+  struct Batch {
+    std::vector<std::string> via;
+    int count;
+  };
+  std::vector<Batch> batches = {{{"--proxy", httpProxy()}, 67},
+                                {{"--proxy", httpProxy(), "--proxytunnel"}, 67},
+                                {{"--proxy", socksProxy()}, kDownloads - 134}};
+  std::uint64_t seed = 1000;
+  int total = 0;
+  for (const auto& batch : batches) {
+    std::vector<std::string> args = batch.via;
+    args.insert(args.end(), {"-sS", "-w", "%{http_code}\\n"});
+    std::vector<std::pair<std::string, std::uint64_t>> files;
+    for (int i = 0; i < batch.count; ++i) {
+      std::uint64_t s = seed++;
+      std::string out = dir.path() + "/d" + std::to_string(s);
+      // Alternate close-delimited and length-delimited bodies.
+      std::string route = i % 2 == 0 ? "/close/" : "/bytes/";
+      args.insert(args.end(), {"-o", out, url(route + std::to_string(kSize) + "/" + std::to_string(s))});
+      files.emplace_back(out, s);
+    }
+    CurlResult r = runCurl(args);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    for (const auto& [path, s] : files) {
+      std::uint64_t size = 0;
+      std::string sha = fileSha(path, &size);
+      EXPECT_EQ(size, kSize) << path;
+      EXPECT_EQ(sha, expectedSha(s, kSize)) << path;
+      std::remove(path.c_str());
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, kDownloads);
+}
+
+TEST_F(ProxyRobustnessTest, ClosingTheListenerHandleClosesTheListenerAndItsTunnels) {
+  EchoServer echo;
+  std::string target = "echo.test:" + std::to_string(echo.port());
+  start({target}, {}, {}, {{"echo.test", "127.0.0.1"}});
+  auto fd = connectLoopback(port_);
+  ASSERT_TRUE(connectTo(fd.get(), target).starts_with("HTTP/1.1 200"));
+  handle_.close();
+  EXPECT_EQ(readAll(fd.get()), "");  // the tunnel was closed
+  EXPECT_FALSE(connectLoopback(port_));  // nobody listens any more
+  EXPECT_EQ(proxy_->activeTunnels("sb-1"), 0u);
+}
+
+}  // namespace
+}  // namespace stockade::proxy::testing
