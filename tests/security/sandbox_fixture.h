@@ -46,6 +46,12 @@ class SandboxTest : public ::testing::Test {
     std::filesystem::create_directories(ws + "/.git/objects");
     std::filesystem::create_directories(ws + "/.git/refs");
     file(outside + "/target.txt", "OUTSIDE-ORIGINAL\n");
+    // The build tree may itself lie under /tmp (a CI clone), which children
+    // cannot see: run a copy of the probe from the test tree.
+    probe_ = root_ + "/bin/sandbox_probe";
+    std::filesystem::create_directories(root_ + "/bin");
+    std::filesystem::copy_file(probeBinary(), probe_);
+    std::filesystem::permissions(probe_, std::filesystem::perms(0755));
     policy = {
         {"filesystem",
          {{"denyRead", {home + "/.ssh", "/etc/shadow"}},
@@ -81,12 +87,13 @@ class SandboxTest : public ::testing::Test {
   // Runs the probe under `stockade run` with the current policy.
   ProcessResult probe(const std::vector<std::string>& args, const std::vector<std::string>& flags = {}) {
     auto argv = stockadeArgv(flags);
-    argv.push_back(probeBinary());
+    argv.push_back(probe_);
     argv.insert(argv.end(), args.begin(), args.end());
     return runProcess(argv);
   }
 
   std::string root_;
+  std::string probe_;  // a copy of sandbox_probe inside the test tree
   std::string home, ws, outside;
   nlohmann::json policy;
 };
