@@ -451,7 +451,12 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
     failure.call[sizeof(failure.call) - 1] = '\0';
     if (got != sizeof(failure))
       return parentError(SetupStep::kPrepare, "", 0, "child sent a truncated error report");
-    return parentError(static_cast<SetupStep>(failure.step), failure.call, failure.error);
+    SpawnError error = parentError(static_cast<SetupStep>(failure.step), failure.call, failure.error);
+    if (error.step == SetupStep::kWorkingDir && error.error == ENOENT &&
+        (request.cwd == "/tmp" || request.cwd.starts_with("/tmp/")))
+      error.detail = "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when "
+                     "it is write-allowed (filesystem.allowWrite)";
+    return error;
   }
   if (request.proxyPort) {
     auto listeners = receiveProxyListeners(channelParent.get());
