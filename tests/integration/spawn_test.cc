@@ -186,3 +186,28 @@ TEST_F(SpawnTest, TheSandboxHoldsNoCopyOfTheSupervisorsOtherFds) {
 
 }  // namespace
 }  // namespace stockade::platform
+
+namespace stockade::platform {
+namespace {
+
+TEST_F(SpawnTest, ByDefaultAMissingLayerRefusesTheSpawnNamingIt) {
+  DeriveContext ctx = currentContext();
+  ctx.cwd = dir_;
+  auto policy = SandboxPolicy::fromJson(R"({"limits": {"pids": 64}})");
+  auto derived = derive(policy, ctx);
+  ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived));
+  const auto& rules = std::get<DerivedRules>(derived);
+  SpawnRequest req{rules, {"/bin/true"}, dir_, {}};
+  auto refused = spawn(req);  // onMissingLayer defaults to kRefuse
+  ASSERT_TRUE(std::holds_alternative<SpawnError>(refused));
+  EXPECT_NE(std::get<SpawnError>(refused).message().find("limits.pids"), std::string::npos)
+      << std::get<SpawnError>(refused).message();
+  req.onMissingLayer = OnMissingLayer::kRunAndReport;
+  auto ran = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
+  EXPECT_FALSE(std::get<Child>(ran).enforcement.degradations.empty());
+  (void)waitExit(std::get<Child>(ran));
+}
+
+}  // namespace
+}  // namespace stockade::platform
