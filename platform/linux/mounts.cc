@@ -271,6 +271,14 @@ MountPlan planMounts(const DerivedRules& rules) {
     }
     if (!beneathAny(p, plan.readOnly)) plan.readOnly.push_back(p);
   }
+  for (const auto& p : plan.readOnly) {
+    auto root = std::find_if(plan.writable.begin(), plan.writable.end(), [&](const std::string& w) { return beneath(p, w); });
+    if (root == plan.writable.end()) continue;  // under the private /tmp: nothing to pin on the host tree
+    for (std::string a = p.substr(0, p.rfind('/')); a.size() > root->size() && beneath(a, *root);
+         a = a.substr(0, a.rfind('/')))
+      if (std::find(plan.pinned.begin(), plan.pinned.end(), a) == plan.pinned.end()) plan.pinned.push_back(a);
+  }
+  std::sort(plan.pinned.begin(), plan.pinned.end());
 
   std::vector<std::string> reads = fs.denyRead;
   std::sort(reads.begin(), reads.end());
@@ -375,7 +383,22 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     if (target.fd < 0) return fail(error);
     if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
   }
-  // 6. Write denies inside them: read-only at every depth.
+  // 6. Pin the ancestors of write denies (outermost first), then make the
+  //    denies read-only at every depth.
+  for (const auto& p : plan.pinned) {
+    Fd target(resolve(rootFd, p.c_str()));
+    if (target.fd < 0) {
+      if (errno == ENOENT) continue;
+      error.add("openat2(newroot, ").quoted(p.c_str()).add(", RESOLVE_NO_SYMLINKS)");
+      return fail(error);
+    }
+    Fd tree(abi::openTree(target.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+    if (tree.fd < 0) {
+      error.add("open_tree(").quoted(p.c_str()).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
+      return fail(error);
+    }
+    if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
+  }
   for (const auto& p : plan.readOnly) {
     Fd target(resolve(rootFd, p.c_str()));
     if (target.fd < 0) {

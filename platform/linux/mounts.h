@@ -5,7 +5,9 @@
 //               an empty read-only file (from a private tmpfs, never the host)
 //               over every read-denied file; allowRead carve-outs bound back in
 //   writable    read-write binds of the write-allowed trees
-//   read-only   denyWrite and mandatory denies inside them, bound read-only
+//   read-only   denyWrite and mandatory denies inside them, bound read-only;
+//               their ancestors inside the writable tree pinned as mount
+//               points so they cannot be renamed away
 //   /proc       fresh, for the child's pid namespace
 //   /dev        tmpfs with null zero full random urandom tty, devpts, shm
 //   /tmp        private tmpfs
@@ -32,6 +34,11 @@ struct MountPlan {
   };
   std::vector<std::string> writable;   // rw binds, host path == sandbox path
   std::vector<std::string> readOnly;   // denies inside writable trees
+  // Directories between a writable root and a deny inside it, bound onto
+  // themselves so they are mount points: rename() and rmdir() of a mount
+  // point fail with EBUSY, so `mv .git elsewhere; mkdir -p .git/hooks` cannot
+  // swap a fresh writable tree in place of a read-only one.
+  std::vector<std::string> pinned;
   std::vector<Mask> masks;             // outermost read denies
   std::vector<std::string> carveOuts;  // allowRead entries inside a mask
   std::vector<std::string> innerMasks; // read denies inside a carve-out

@@ -148,7 +148,15 @@ void forwardSignal(int sig) noexcept {
     execProgram(plan, error);
   }
   gProgramPid = static_cast<sig_atomic_t>(program);
-  ::close(plan.errorFd);  // EOF for the parent once the program has exec'd
+  // init never execs, so CLOEXEC does not clean its table: close every fd it
+  // inherited from the supervisor (other sandboxes' pipes, sockets, ...) and
+  // its stdio, keeping only the status pipe. Closing the error pipe gives the
+  // parent EOF once the program has exec'd.
+  const unsigned keep = static_cast<unsigned>(plan.statusFd);
+  if ((keep > 0 && abi::closeRange(0, keep - 1, 0) != 0) || abi::closeRange(keep + 1, ~0U, 0) != 0) {
+    ::kill(static_cast<pid_t>(program), SIGKILL);
+    ::_exit(kSetupFailedExit);
+  }
   ::prctl(PR_SET_NAME, "stockade-init", 0, 0, 0);
   for (;;) {
     int status = 0;
@@ -443,7 +451,12 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
     failure.call[sizeof(failure.call) - 1] = '\0';
     if (got != sizeof(failure))
       return parentError(SetupStep::kPrepare, "", 0, "child sent a truncated error report");
-    return parentError(static_cast<SetupStep>(failure.step), failure.call, failure.error);
+    SpawnError error = parentError(static_cast<SetupStep>(failure.step), failure.call, failure.error);
+    if (error.step == SetupStep::kWorkingDir && error.error == ENOENT &&
+        (request.cwd == "/tmp" || request.cwd.starts_with("/tmp/")))
+      error.detail = "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when "
+                     "it is write-allowed (filesystem.allowWrite)";
+    return error;
   }
   if (request.proxyPort) {
     auto listeners = receiveProxyListeners(channelParent.get());

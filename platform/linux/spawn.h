@@ -77,7 +77,7 @@ EnforcementReport probeEnforcement(const SpawnRequest& request);
 
 struct Child {
   pid_t pid = -1;                 // in the caller's pid namespace
-  UniqueFd pidfd;                 // use platform/linux/process.h to wait and signal
+  UniqueFd pidfd;                 // of the sandbox init: signalChild() it; wait with waitExit(const Child&)
   UniqueFd stdinPipe;             // Stdio::kPipe only: write end of the child's stdin
   UniqueFd stdoutPipe;            // Stdio::kPipe only: read end
   UniqueFd stderrPipe;            // Stdio::kPipe only: read end

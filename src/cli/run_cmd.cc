@@ -21,6 +21,7 @@
 #include <memory>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
 #include <sstream>
 
 #include "platform/linux/process.h"
@@ -152,6 +153,7 @@ class AuditLog {
     fd_.reset(::open(path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
     if (!fd_) throw Failure{"--audit \"" + *path + "\": open(O_APPEND|O_CREAT) failed: " + std::strerror(errno)};
   }
+  bool enabled() const { return fd_.valid(); }
   void write(nlohmann::json event) {
     if (!fd_) return;
     timespec ts;
@@ -193,6 +195,10 @@ int execFailureCode(const platform::SpawnError& e) {
 }
 
 int run(const RunOptions& o) {
+  // The fingerprint needs SHA-256 only: do not read the system-wide
+  // openssl.cnf (it can load provider modules into this supervisor) nor the
+  // error-string tables.
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, nullptr);
   AuditLog audit(o.auditFile);
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
@@ -224,7 +230,9 @@ int run(const RunOptions& o) {
   request.proxyPort = proxyPort;
   request.stdio = platform::Stdio::kInherit;
   request.onMissingLayer = platform::OnMissingLayer::kRunAndReport;
-  const std::string fingerprint = rules.fingerprint();
+  // Only the audit log shows the fingerprint; OpenSSL's provider start-up is
+  // a large share of a short run, so skip it when nobody reads the value.
+  const std::string fingerprint = audit.enabled() ? rules.fingerprint() : std::string();
   auto spawned = platform::spawn(request);
   if (auto* e = std::get_if<platform::SpawnError>(&spawned)) {
     int code = execFailureCode(*e);

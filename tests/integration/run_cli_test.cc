@@ -133,5 +133,37 @@ TEST_F(RunCliTest, TheChildSeesItsOwnPidNamespaceAndHostname) {
   EXPECT_EQ(r.out, "2\nstockade\n");
 }
 
+
+TEST_F(RunCliTest, AMissingEnforcementLayerIsReportedOnStderrAndInTheAuditLog) {
+  // No cgroup is managed yet, so a pids limit cannot be enforced: the run
+  // goes ahead but says so, loudly, in both places.
+  std::ofstream(dir_ + "/limits.json") << R"({"limits": {"pids": 64}})";
+  std::string audit = dir_ + "/audit.jsonl";
+  auto r = runProcess(run({"--policy", dir_ + "/limits.json", "--cwd", dir_, "--audit", audit, "--", "/bin/true"}));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("weaker enforcement: limits.pids"), std::string::npos) << r.err;
+  std::ifstream in(audit);
+  bool degraded = false;
+  for (std::string line; std::getline(in, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] == "degraded" && event["what"].get<std::string>().find("limits.pids") != std::string::npos)
+      degraded = true;
+  }
+  EXPECT_TRUE(degraded);
+}
+
+TEST_F(RunCliTest, AFullyEnforcedRunPrintsNoWarning) {
+  std::string audit = dir_ + "/audit.jsonl";
+  auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "/bin/true"}));
+  ASSERT_EQ(r.exitCode, 0);
+  std::ifstream in(audit);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  auto spawn = nlohmann::json::parse(line);
+  if (!spawn["enforcement"]["degradations"].empty())
+    GTEST_SKIP() << "this kernel lacks a layer: " << spawn["enforcement"]["degradations"].dump();
+  EXPECT_EQ(r.err.find("weaker enforcement"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace stockade::testing

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -154,6 +155,58 @@ TEST_F(SpawnTest, CallerBugsThrowInvalidArgument) {
   auto env = request(rules, {"/bin/true"});
   env.env = {"NOEQUALS"};
   EXPECT_THROW(spawn(env), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stockade::platform
+
+namespace stockade::platform {
+namespace {
+
+TEST_F(SpawnTest, TheSandboxHoldsNoCopyOfTheSupervisorsOtherFds) {
+  // A pipe the supervisor holds for something else (another sandbox's
+  // stdout, say): once its write end is closed here, the reader must see EOF
+  // even while this sandbox is still running.
+  int other[2];
+  ASSERT_EQ(::pipe(other), 0);  // deliberately without O_CLOEXEC
+  auto rules = rulesFor(dir_);
+  auto spawned = spawn(request(rules, {"/bin/sh", "-c", "echo ready; exec sleep 60"}));
+  ::close(other[1]);
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  char buf[6];
+  ASSERT_EQ(::read(child.stdoutPipe.get(), buf, 6), 6);
+  char c;
+  ASSERT_EQ(::fcntl(other[0], F_SETFL, O_NONBLOCK), 0);  // a held write end gives EAGAIN, not a hang
+  EXPECT_EQ(::read(other[0], &c, 1), 0);  // EOF: no process in the sandbox holds the write end
+  ::close(other[0]);
+  (void)signalChild(child.pidfd, SIGKILL);
+  (void)waitExit(child);
+}
+
+}  // namespace
+}  // namespace stockade::platform
+
+namespace stockade::platform {
+namespace {
+
+TEST_F(SpawnTest, ByDefaultAMissingLayerRefusesTheSpawnNamingIt) {
+  DeriveContext ctx = currentContext();
+  ctx.cwd = dir_;
+  auto policy = SandboxPolicy::fromJson(R"({"limits": {"pids": 64}})");
+  auto derived = derive(policy, ctx);
+  ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived));
+  const auto& rules = std::get<DerivedRules>(derived);
+  SpawnRequest req{rules, {"/bin/true"}, dir_, {}};
+  auto refused = spawn(req);  // onMissingLayer defaults to kRefuse
+  ASSERT_TRUE(std::holds_alternative<SpawnError>(refused));
+  EXPECT_NE(std::get<SpawnError>(refused).message().find("limits.pids"), std::string::npos)
+      << std::get<SpawnError>(refused).message();
+  req.onMissingLayer = OnMissingLayer::kRunAndReport;
+  auto ran = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
+  EXPECT_FALSE(std::get<Child>(ran).enforcement.degradations.empty());
+  (void)waitExit(std::get<Child>(ran));
 }
 
 }  // namespace

@@ -95,6 +95,22 @@ TEST_F(FilesystemEscapeTest, WritingAGitHookFailsWhileOtherGitFilesAreWritable) 
   EXPECT_EQ(object.exitCode, 0) << object.err;
 }
 
+TEST_F(FilesystemEscapeTest, AReadOnlyTreeCannotBeRenamedAwayAndReplaced) {
+  // `mv .git elsewhere; mkdir -p .git/hooks` would put a writable hooks
+  // directory where the read-only one was.
+  auto moved = probe({"rename", ws + "/.git", ws + "/git-old"});
+  EXPECT_NE(moved.exitCode, 0);
+  EXPECT_TRUE(std::filesystem::exists(ws + "/.git/hooks/pre-commit"));
+  auto hooks = probe({"rename", ws + "/.git/hooks", ws + "/hooks-old"});
+  EXPECT_NE(hooks.exitCode, 0);
+  auto removed = probe({"rename", ws + "/.bashrc", ws + "/bashrc-old"});
+  EXPECT_NE(removed.exitCode, 0);
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  std::filesystem::create_directories(ws + "/src");
+  auto ok = probe({"rename", ws + "/src", ws + "/src2"});
+  EXPECT_EQ(ok.exitCode, 0) << ok.err;
+}
+
 TEST_F(FilesystemEscapeTest, WritingBashrcInTheWorkspaceFailsWhileANeighbourWorks) {
   auto rc = probe({"write", ws + "/.bashrc"});
   EXPECT_NE(rc.exitCode, 0);

@@ -1,0 +1,125 @@
+// spawn_latency: wall-clock latency of running /bin/true to completion, four
+// ways, interleaved round-robin in one run so machine drift hits all alike:
+//   bare      posix_spawn("/bin/true") + waitpid
+//   bwrap     bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true
+//   stockade  build/stockade run -- /bin/true   (default policy; whole CLI)
+//   spawn()   platform::spawn() + waitExit() in-process (default policy)
+// Prints the median (and p10/p90) of each and the ratios the issue asks for.
+//
+// usage: spawn_latency [RUNS]   (default 200; at least 50)
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "platform/linux/spawn.h"
+#include "stockade/rules.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double runExternal(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  auto start = Clock::now();
+  pid_t pid;
+  if (::posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  auto end = Clock::now();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+double runLibrary(const stockade::DerivedRules& rules, const std::string& cwd) {
+  auto start = Clock::now();
+  stockade::platform::SpawnRequest request{rules, {"/bin/true"}, cwd, {"PATH=/usr/bin:/bin", "TMPDIR=/tmp"}};
+  request.onMissingLayer = stockade::platform::OnMissingLayer::kRunAndReport;
+  auto spawned = stockade::platform::spawn(request);
+  if (!std::holds_alternative<stockade::platform::Child>(spawned)) {
+    std::fprintf(stderr, "spawn: %s\n", std::get<stockade::platform::SpawnError>(spawned).message().c_str());
+    return -1;
+  }
+  auto status = stockade::platform::waitExit(std::get<stockade::platform::Child>(spawned));
+  auto end = Clock::now();
+  if (!std::holds_alternative<stockade::platform::ExitStatus>(status) ||
+      std::get<stockade::platform::ExitStatus>(status).shellCode() != 0)
+    return -1;
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
+struct Series {
+  const char* name;
+  std::vector<double> ms;
+  double pct(double p) {
+    std::sort(ms.begin(), ms.end());
+    return ms[static_cast<std::size_t>(p * static_cast<double>(ms.size() - 1) + 0.5)];
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = argc > 1 ? std::atoi(argv[1]) : 200;
+  if (runs < 50) runs = 50;
+  char cwdBuf[4096];
+  std::string cwd = ::getcwd(cwdBuf, sizeof cwdBuf) ? cwdBuf : "/";
+  stockade::DeriveContext ctx = stockade::currentContext();
+  ctx.cwd = cwd;
+  ctx.tmpdir = "/tmp";
+  auto derived = stockade::derive(stockade::SandboxPolicy::defaults(), ctx);
+  if (!std::holds_alternative<stockade::DerivedRules>(derived)) {
+    std::fprintf(stderr, "derive: %s\n", std::get<stockade::PolicyError>(derived).text().c_str());
+    return 1;
+  }
+  const auto& rules = std::get<stockade::DerivedRules>(derived);
+  const std::vector<std::string> bare = {"/bin/true"};
+  const std::vector<std::string> bwrap = {"/usr/bin/bwrap", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
+                                          "--proc", "/proc", "true"};
+  const std::vector<std::string> cli = {STOCKADE_CLI_PATH, "run", "--", "/bin/true"};
+  Series series[4] = {{"bare /bin/true", {}}, {"bwrap --unshare-all", {}}, {"stockade run (CLI)", {}},
+                      {"platform::spawn()", {}}};
+  bool haveBwrap = ::access(bwrap[0].c_str(), X_OK) == 0;
+  for (int warm = 0; warm < 5; ++warm) {
+    runExternal(bare);
+    if (haveBwrap) runExternal(bwrap);
+    runExternal(cli);
+    runLibrary(rules, cwd);
+  }
+  for (int i = 0; i < runs; ++i) {
+    double t;
+    if ((t = runExternal(bare)) >= 0) series[0].ms.push_back(t);
+    if (haveBwrap && (t = runExternal(bwrap)) >= 0) series[1].ms.push_back(t);
+    if ((t = runExternal(cli)) >= 0) series[2].ms.push_back(t);
+    if ((t = runLibrary(rules, cwd)) >= 0) series[3].ms.push_back(t);
+  }
+  std::printf("spawn latency of /bin/true, %d interleaved runs each (ms)\n", runs);
+  std::printf("%-22s %8s %8s %8s %6s\n", "", "median", "p10", "p90", "ok");
+  for (auto& s : series) {
+    if (s.ms.empty()) {
+      std::printf("%-22s %8s\n", s.name, "n/a");
+      continue;
+    }
+    std::printf("%-22s %8.3f %8.3f %8.3f %6zu\n", s.name, s.pct(0.5), s.pct(0.1), s.pct(0.9), s.ms.size());
+  }
+  if (series[0].ms.empty() || series[2].ms.empty()) return 1;
+  double bareMed = series[0].pct(0.5), cliMed = series[2].pct(0.5), libMed = series[3].pct(0.5);
+  std::printf("\nstockade run / bare    = %.2fx   (target <= 4x)\n", cliMed / bareMed);
+  std::printf("platform::spawn / bare = %.2fx\n", libMed / bareMed);
+  if (!series[1].ms.empty()) {
+    double bwrapMed = series[1].pct(0.5);
+    std::printf("stockade run / bwrap   = %.2fx   (target < 1x)\n", cliMed / bwrapMed);
+    std::printf("platform::spawn / bwrap= %.2fx\n", libMed / bwrapMed);
+  }
+  return 0;
+}

@@ -1,0 +1,66 @@
+// The child's error record and the seccomp denial table, without spawning.
+#include "platform/linux/child_error.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "platform/linux/seccomp.h"
+
+namespace stockade::platform {
+namespace {
+
+TEST(SetupStepTest, EveryStepHasADistinctName) {
+  std::set<std::string> names;
+  for (int s = static_cast<int>(SetupStep::kNone); s <= static_cast<int>(SetupStep::kExec); ++s) {
+    std::string name = setupStepName(static_cast<SetupStep>(s));
+    EXPECT_NE(name, "unknown") << s;
+    EXPECT_TRUE(names.insert(name).second) << name;
+  }
+}
+
+TEST(ChildErrorTest, FormatsCallsWithQuotedStringsNumbersAndHex) {
+  ChildError e;
+  e.add("mount(").quoted("tmpfs").add(", ").number(-42).add(", ").hex(0x1000).add(")");
+  EXPECT_STREQ(e.call, "mount(\"tmpfs\", -42, 0x1000)");
+}
+
+TEST(ChildErrorTest, TruncatesInsteadOfOverflowing) {
+  ChildError e;
+  std::string longText(5000, 'x');
+  e.add(longText.c_str()).add("tail");
+  EXPECT_EQ(std::string(e.call).size(), sizeof(e.call) - 1);
+}
+
+TEST(SeccompTableTest, EveryDenialHasAReasonAndTheIssuesCallsAreCovered) {
+  auto table = seccompDenials({});
+  for (const auto& d : table) EXPECT_FALSE(d.reason.empty()) << d.syscall;
+  auto has = [&](const std::string& name) {
+    return std::any_of(table.begin(), table.end(), [&](const SeccompDenialInfo& d) { return d.syscall == name; });
+  };
+  for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "keyctl",
+                           "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter",
+                           "io_uring_register", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+                           "delete_module", "mount", "umount2", "pivot_root", "unshare", "setns", "clone", "clone3",
+                           "open_by_handle_at", "name_to_handle_at", "ioctl", "socket"})
+    EXPECT_TRUE(has(name)) << name;
+}
+
+TEST(SeccompTableTest, UnixSocketsAreDeniedOnlyWhenThePolicyAllowsNone) {
+  auto count = [](const SeccompOptions& o) {
+    auto t = seccompDenials(o);
+    return std::count_if(t.begin(), t.end(), [](const SeccompDenialInfo& d) { return d.syscall == "socket"; });
+  };
+  EXPECT_EQ(count({false}), count({true}) + 1);
+}
+
+TEST(SeccompTableTest, TheFilterCompiles) {
+  auto program = seccompProgram({});
+  ASSERT_TRUE(std::holds_alternative<const SeccompProgram*>(program)) << std::get<std::string>(program);
+  EXPECT_GT(std::get<const SeccompProgram*>(program)->instructions.size(), 10u);
+}
+
+}  // namespace
+}  // namespace stockade::platform
