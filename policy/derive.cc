@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "policy/dir_listing.h"
 #include "policy/domain.h"
 #include "policy/paths.h"
 #include "policy/text.h"
@@ -56,6 +58,7 @@ class Deriver {
   DerivedRules run() {
     const auto& fs = policy_.filesystem();
     for (std::size_t i = 0; i < fs.denyRead.size(); ++i) addDenyRead(fs.denyRead[i], {"filesystem.denyRead", i});
+    checkHardLinks();
     b_.fs.allowRead = resolveAll(fs.allowRead, "filesystem.allowRead");
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
     b_.fs.denyWrite = resolveAll(fs.denyWrite, "filesystem.denyWrite");
@@ -136,6 +139,26 @@ class Deriver {
     }
   }
 
+  // A mask hides a path, not the object: a read-denied file with another name
+  // that is not denied too would stay readable under that name. Refuse it.
+  void checkHardLinks() {
+    std::map<std::pair<dev_t, ino_t>, std::size_t> deniedNames;
+    for (const auto& p : b_.fs.denyRead) {
+      const auto* e = resolver_.seen(p);
+      if (e && e->regularFile && e->links > 1) ++deniedNames[{e->device, e->inode}];
+    }
+    for (const auto& p : b_.fs.denyRead) {
+      const auto* e = resolver_.seen(p);
+      if (!e || !e->regularFile || e->links <= 1) continue;
+      std::size_t named = deniedNames[{e->device, e->inode}];
+      if (named < e->links)
+        fail({"filesystem.denyRead"}, policy::quote(p) + " has " + std::to_string(e->links) +
+                                          " hard links and only " + std::to_string(named) +
+                                          " of them are denied; the other names would stay readable. "
+                                          "Deny them too, or remove the extra links");
+    }
+  }
+
   std::vector<DomainRule> domains(const std::vector<std::string>& list) const {
     std::vector<DomainRule> out;
     for (const auto& text : list) {
@@ -172,32 +195,21 @@ class Deriver {
     checkAncestors(root);
     std::size_t visited = 0;
     std::function<void(const std::string&, bool)> walk = [&](const std::string& dir, bool inGitTree) {
-      DIR* d = ::opendir(dir.c_str());
-      if (!d) return;
-      std::vector<std::pair<std::string, bool>> entries;  // name, is a real directory
-      while (dirent* e = ::readdir(d)) {
-        std::string_view name = e->d_name;
-        if (name == "." || name == "..") continue;
-        bool isDir = e->d_type == DT_DIR;
-        if (e->d_type == DT_UNKNOWN) {
-          struct stat st {};
-          isDir = ::lstat(joinPath(dir, name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-        }
-        entries.emplace_back(std::string(name), isDir);
-      }
-      ::closedir(d);
+      auto listing = policy::listDirectory(dir);
+      if (!listing) return;
+      const std::vector<policy::DirEntry>& entries = *listing;
       visited += entries.size();
       if (visited > kMaxWritableTreeEntries)
         fail({"filesystem.allowWrite"}, policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
                                                      "mandatory denies before every spawn, allow a narrower tree");
       auto has = [&](std::string_view n) {
-        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == n; });
+        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.name == n; });
       };
       // A git directory: ".git" itself, a submodule's or worktree's git dir, or a bare repository.
       bool gitDir = (inGitTree || std::string_view(dir).ends_with("/.git")) && has("HEAD");
       gitDir = gitDir || (has("HEAD") && has("objects") && has("refs"));
       bool claudeDir = std::string_view(dir).ends_with("/.claude");
-      for (const auto& [name, isDir] : entries) {
+      for (const auto& [name, isDir] : entries) {  // policy::DirEntry
         std::string path = joinPath(dir, name);
         bool deny = contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
                     (gitDir && contains(kGitDirEntries, name)) || (claudeDir && contains(kClaudeEntries, name));
@@ -208,7 +220,7 @@ class Deriver {
         if (isDir) walk(path, inGitTree || name == ".git");
       }
     };
-    walk(root, root.ends_with("/.git"));  // opendir() fails quietly on a file or a missing root
+    walk(root, root.ends_with("/.git"));  // listDirectory() gives nothing for a file or a missing root
   }
 
   const SandboxPolicy& policy_;

@@ -126,9 +126,16 @@ std::optional<Widening> limitsAxis(const DerivedRules& base, const DerivedRules&
 
 }  // namespace
 
-std::optional<Widening> narrowing(const DerivedRules& base, const DerivedRules& candidate) {
-  for (auto axis : {readAxis, writeAxis, networkAxis, envAxis, limitsAxis}) {
-    if (auto w = axis(base, candidate)) return w;
+std::optional<Widening> narrowing(const DerivedRules& base, const DerivedRules& candidate, RuleAxis axes) {
+  using Check = std::optional<Widening> (*)(const DerivedRules&, const DerivedRules&);
+  static constexpr std::pair<RuleAxis, Check> kChecks[] = {{RuleAxis::kRead, readAxis},
+                                                           {RuleAxis::kWrite, writeAxis},
+                                                           {RuleAxis::kNetwork, networkAxis},
+                                                           {RuleAxis::kEnv, envAxis},
+                                                           {RuleAxis::kLimits, limitsAxis}};
+  for (auto [axis, check] : kChecks) {
+    if ((static_cast<unsigned>(axes) & static_cast<unsigned>(axis)) == 0) continue;
+    if (auto w = check(base, candidate)) return w;
   }
   return std::nullopt;
 }

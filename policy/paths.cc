@@ -74,25 +74,51 @@ const PathResolver::Entry& PathResolver::look(std::string_view path) {
     }
   } else {
     e.kind = Entry::kPresent;
+    e.device = st.st_dev;
+    e.inode = st.st_ino;
+    e.links = st.st_nlink;
+    e.regularFile = S_ISREG(st.st_mode);
   }
   return cache_.emplace(std::move(key), std::move(e)).first->second;
 }
 
+const PathResolver::Entry* PathResolver::seen(std::string_view realPath) const {
+  auto it = cache_.find(realPath);
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// Pops the next component off the front of `rest` ("" when none is left).
+std::string_view nextComponent(std::string_view& rest) {
+  std::size_t i = rest.find_first_not_of('/');
+  if (i == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(i);
+  std::size_t j = rest.find('/');
+  std::string_view c = rest.substr(0, j);
+  rest.remove_prefix(j == std::string_view::npos ? rest.size() : j);
+  return c;
+}
+
+}  // namespace
+
 std::optional<std::string> PathResolver::resolve(std::string_view path) {
-  // Components still to walk, last one first; a symlink's target is spliced
-  // in front of the rest. The views point into `path` or into cached link
-  // targets (map nodes never move), so the walk allocates only `real`.
+  // A stack of texts still to walk: the path, then each symlink target spliced
+  // in front of what remained. The views point into `path` or into cached
+  // link targets (map nodes never move), so the walk allocates only `real`.
   // `..` is applied to the real prefix, as the kernel does.
-  std::vector<std::string_view> todo = components(path);
-  std::reverse(todo.begin(), todo.end());
+  std::vector<std::string_view> pending{path};
   std::string real;
   real.reserve(path.size() + 32);
   int hops = 0;
   bool missing = false;  // once a component is absent, the rest is lexical
-  while (!todo.empty()) {
-    std::string_view c = todo.back();
-    todo.pop_back();
-    if (c == ".") continue;
+  while (!pending.empty()) {
+    std::string_view c = nextComponent(pending.back());
+    if (pending.back().empty()) pending.pop_back();
+    if (c.empty() || c == ".") continue;
     if (c == "..") {
       real.resize(real.empty() ? 0 : real.rfind('/'));
       continue;
@@ -108,8 +134,7 @@ std::optional<std::string> PathResolver::resolve(std::string_view path) {
     }
     if (++hops > 40) return std::nullopt;
     real.resize(e.target.starts_with('/') ? 0 : parentSize);
-    auto parts = components(e.target);
-    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+    pending.push_back(e.target);
   }
   return real.empty() ? "/" : real;
 }

@@ -2,6 +2,8 @@
 // containment, symlink resolution (lstat/readlink only) and glob expansion.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -32,11 +34,19 @@ class PathResolver {
  public:
   std::optional<std::string> resolve(std::string_view path);
 
- private:
+  // What lstat() said of a real path this resolver has walked through or to.
   struct Entry {
     enum Kind { kMissing, kPresent, kSymlink } kind = kMissing;
     std::string target;  // kSymlink
+    dev_t device = 0;    // kPresent
+    ino_t inode = 0;
+    nlink_t links = 0;
+    bool regularFile = false;
   };
+  // nullptr when `realPath` was not looked at.
+  const Entry* seen(std::string_view realPath) const;
+
+ private:
   struct Hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }

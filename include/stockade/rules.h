@@ -98,8 +98,22 @@ struct Widening {
   std::string entry;  // the offending entry as text
   std::string message;  // `filesystem.allowWrite: "/etc" is not inside any writable path of the base policy`
 };
-// nullopt: candidate is narrower than or equal to base on every axis.
-std::optional<Widening> narrowing(const DerivedRules& base, const DerivedRules& candidate);
+// The axes narrowing() compares; combine with |.
+enum class RuleAxis : unsigned {
+  kRead = 1,      // filesystem.denyRead / allowRead
+  kWrite = 2,     // filesystem.allowWrite / denyWrite / mandatory denies
+  kNetwork = 4,   // network.*: domains, unix sockets, local binding
+  kEnv = 8,       // env.allow
+  kLimits = 16,   // limits.*
+  kAll = 31,
+};
+constexpr RuleAxis operator|(RuleAxis a, RuleAxis b) {
+  return static_cast<RuleAxis>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+
+// nullopt: candidate is narrower than or equal to base on every axis asked for.
+std::optional<Widening> narrowing(const DerivedRules& base, const DerivedRules& candidate,
+                                  RuleAxis axes = RuleAxis::kAll);
 
 // Per-axis added/removed entries from a to b, and whether b widens a.
 struct RulesDiff {

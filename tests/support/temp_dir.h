@@ -11,8 +11,10 @@ namespace stockade::testing {
 
 class TempDir {
  public:
+  // Under /var/tmp, not /tmp: a sandbox has a private /tmp, so host paths
+  // under /tmp are invisible to children unless a policy makes them writable.
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "stockade-test-XXXXXX").string();
+    std::string tmpl = "/var/tmp/stockade-test-XXXXXX";
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     // The real path: derive() resolves symlinks, so expectations must too.
     path_ = std::filesystem::canonical(tmpl).string();

@@ -109,6 +109,16 @@ TEST_F(DeriveTest, GlobMatchThatIsASymlinkDeniesTheLinkAndItsTarget) {
   EXPECT_TRUE(has(r.filesystem().denyRead, target));
 }
 
+TEST_F(DeriveTest, ADeniedFileWithAnUndeniedHardLinkIsRefused) {
+  std::string key = t_.file("home/.ssh/id_rsa", "PRIVATE");
+  std::filesystem::create_hard_link(key, work_ + "/copy");
+  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":["~/.ssh/id_rsa"]}})"), ctx());
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << "the object stays readable as work/copy";
+  EXPECT_NE(std::get<PolicyError>(r).message.find("hard links"), std::string::npos);
+  // Denying every name is fine.
+  deriveOk(R"({"filesystem":{"denyRead":["~/.ssh/id_rsa","copy"]}})");
+}
+
 TEST_F(DeriveTest, DefaultWritePathsAreUnionedIn) {
   DeriveContext c = ctx();
   c.tmpdir = t_.dir("private-tmp");

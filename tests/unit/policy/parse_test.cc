@@ -15,6 +15,9 @@ struct BadPolicy {
   std::string contains;  // expected substring of the message
 };
 
+// Keeps test listings short: the case's name, not its bytes.
+void PrintTo(const BadPolicy& c, std::ostream* os) { *os << c.name; }
+
 class ParseErrorTest : public ::testing::TestWithParam<BadPolicy> {};
 
 TEST_P(ParseErrorTest, IsRefusedNamingTheFieldAndTheValue) {

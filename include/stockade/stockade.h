@@ -1,0 +1,8 @@
+// stockade: the one header a host application includes.
+#pragma once
+
+#include "stockade/error.h"
+#include "stockade/manager.h"
+#include "stockade/policy.h"
+#include "stockade/rules.h"
+#include "stockade/version.h"

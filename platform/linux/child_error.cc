@@ -1,0 +1,88 @@
+// ASYNC-SIGNAL-SAFE: used between clone and exec; no allocation, no locale,
+// no stdio.
+#include "platform/linux/child_error.h"
+
+namespace stockade::platform {
+
+const char* setupStepName(SetupStep step) noexcept {
+  switch (step) {
+    case SetupStep::kNone: return "none";
+    case SetupStep::kPrepare: return "prepare";
+    case SetupStep::kClone: return "clone";
+    case SetupStep::kStdio: return "stdio";
+    case SetupStep::kSignals: return "signals";
+    case SetupStep::kCloseFds: return "close-fds";
+    case SetupStep::kSession: return "session";
+    case SetupStep::kParentDeath: return "parent-death-signal";
+    case SetupStep::kIdMaps: return "id-maps";
+    case SetupStep::kHostname: return "hostname";
+    case SetupStep::kLoopback: return "loopback";
+    case SetupStep::kProxyListeners: return "proxy-listeners";
+    case SetupStep::kMounts: return "mounts";
+    case SetupStep::kWorkingDir: return "working-directory";
+    case SetupStep::kLimits: return "limits";
+    case SetupStep::kCapabilities: return "capabilities";
+    case SetupStep::kNoNewPrivs: return "no-new-privs";
+    case SetupStep::kLandlock: return "landlock";
+    case SetupStep::kSeccomp: return "seccomp";
+    case SetupStep::kExec: return "exec";
+  }
+  return "unknown";
+}
+
+std::size_t ChildError::length() const noexcept {
+  std::size_t n = 0;
+  while (n < sizeof(call) && call[n] != '\0') ++n;
+  return n;
+}
+
+void ChildError::clear() noexcept {
+  step = 0;
+  error = 0;
+  call[0] = '\0';
+}
+
+ChildError& ChildError::add(const char* text) noexcept {
+  std::size_t n = length();
+  while (text != nullptr && *text != '\0' && n + 1 < sizeof(call)) call[n++] = *text++;
+  call[n] = '\0';
+  return *this;
+}
+
+ChildError& ChildError::quoted(const char* text) noexcept {
+  return add("\"").add(text).add("\"");
+}
+
+ChildError& ChildError::number(long long value) noexcept {
+  char digits[24];
+  int i = 0;
+  bool negative = value < 0;
+  unsigned long long v = negative ? 0ULL - static_cast<unsigned long long>(value)
+                                  : static_cast<unsigned long long>(value);
+  do {
+    digits[i++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && i < 22);
+  if (negative) digits[i++] = '-';
+  char out[24];
+  int j = 0;
+  while (i > 0) out[j++] = digits[--i];
+  out[j] = '\0';
+  return add(out);
+}
+
+ChildError& ChildError::hex(unsigned long long value) noexcept {
+  char out[20] = {'0', 'x'};
+  char digits[17];
+  int i = 0;
+  do {
+    digits[i++] = "0123456789abcdef"[value & 0xf];
+    value >>= 4;
+  } while (value != 0);
+  int j = 2;
+  while (i > 0) out[j++] = digits[--i];
+  out[j] = '\0';
+  return add(out);
+}
+
+}  // namespace stockade::platform

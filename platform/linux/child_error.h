@@ -1,0 +1,55 @@
+// ChildError: how the child reports a failed setup step to the parent,
+// between clone and exec. ASYNC-SIGNAL-SAFE: fixed-size, no allocation; the
+// child fills one and writes it whole to the error pipe, then _exit()s.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stockade::platform {
+
+// The child's setup steps, in the order they run (spawn.cc).
+enum class SetupStep : std::int32_t {
+  kNone = 0,
+  kPrepare,   // parent side, before clone
+  kClone,     // parent side: clone3 itself
+  kStdio,
+  kSignals,
+  kCloseFds,
+  kSession,
+  kParentDeath,
+  kIdMaps,
+  kHostname,
+  kLoopback,
+  kProxyListeners,
+  kMounts,
+  kWorkingDir,
+  kLimits,
+  kCapabilities,
+  kNoNewPrivs,
+  kLandlock,
+  kSeccomp,
+  kExec,
+};
+
+// "mounts", "landlock", ...: the name used in messages.
+const char* setupStepName(SetupStep step) noexcept;
+
+struct ChildError {
+  std::int32_t step = 0;   // SetupStep
+  std::int32_t error = 0;  // errno
+  char call[1000] = {};    // `mount("tmpfs", "/home/u/.ssh", MS_NOSUID)`, NUL-terminated
+
+  // Formatting helpers: append to `call`, truncating silently (the message
+  // stays NUL-terminated). Async-signal-safe.
+  ChildError& add(const char* text) noexcept;
+  ChildError& quoted(const char* text) noexcept;  // "text"
+  ChildError& number(long long value) noexcept;
+  ChildError& hex(unsigned long long value) noexcept;
+  void clear() noexcept;
+
+ private:
+  std::size_t length() const noexcept;
+};
+
+}  // namespace stockade::platform

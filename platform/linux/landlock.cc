@@ -1,0 +1,99 @@
+// ASYNC-SIGNAL-SAFE: applyLandlock() runs between clone and exec.
+#include "platform/linux/landlock.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "platform/linux/kernel_abi.h"
+
+namespace stockade::platform {
+namespace {
+
+namespace abi = linux_abi;
+
+// Write rights, by the ABI that introduced them.
+std::uint64_t writeRights(int version) noexcept {
+  std::uint64_t rights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                         LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                         LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                         LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                         LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (version >= 2) rights |= LANDLOCK_ACCESS_FS_REFER;
+  if (version >= 3) rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  return rights;
+}
+
+// The subset that applies to a non-directory.
+constexpr std::uint64_t kFileRights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+
+bool fail(ChildError& error) noexcept {
+  error.step = static_cast<std::int32_t>(SetupStep::kLandlock);
+  error.error = errno;
+  return false;
+}
+
+}  // namespace
+
+int landlockAbi() noexcept {
+  static const int version = [] {
+    int v = abi::landlockCreateRuleset(nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    return v < 0 ? 0 : v;
+  }();
+  return version;
+}
+
+bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
+  if (plan.abi <= 0) return true;
+  abi::LandlockRulesetAttr attr;
+  const std::uint64_t rights = writeRights(plan.abi);
+  attr.handledAccessFs = rights;
+  if (plan.abi >= 4)
+    attr.handledAccessNet = LANDLOCK_ACCESS_NET_CONNECT_TCP | (plan.allowTcpBind ? 0 : LANDLOCK_ACCESS_NET_BIND_TCP);
+  if (plan.abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+  int ruleset = abi::landlockCreateRuleset(&attr, sizeof(attr), 0);
+  if (ruleset < 0) {
+    error.add("landlock_create_ruleset(fs=").hex(attr.handledAccessFs).add(", net=")
+        .hex(attr.handledAccessNet).add(", scoped=").hex(attr.scoped).add(")");
+    return fail(error);
+  }
+  bool ok = true;
+  for (const auto& path : plan.writable) {
+    int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      error.add("open(").quoted(path.c_str()).add(", O_PATH)");
+      ok = fail(error);
+      break;
+    }
+    struct stat st;
+    abi::LandlockPathBeneathAttr rule;
+    rule.allowedAccess = (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) ? rights : (rights & kFileRights);
+    rule.parentFd = fd;
+    int rc = abi::landlockAddRule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule);
+    int saved = errno;
+    ::close(fd);
+    if (rc != 0) {
+      errno = saved;
+      error.add("landlock_add_rule(PATH_BENEATH, ").quoted(path.c_str()).add(", ")
+          .hex(rule.allowedAccess).add(")");
+      ok = fail(error);
+      break;
+    }
+  }
+  if (ok && plan.abi >= 4 && plan.connectPort) {
+    abi::LandlockNetPortAttr rule{LANDLOCK_ACCESS_NET_CONNECT_TCP, *plan.connectPort};
+    if (abi::landlockAddRule(ruleset, LANDLOCK_RULE_NET_PORT, &rule) != 0) {
+      error.add("landlock_add_rule(NET_PORT, CONNECT_TCP, port=").number(*plan.connectPort).add(")");
+      ok = fail(error);
+    }
+  }
+  if (ok && abi::landlockRestrictSelf(ruleset) != 0) {
+    error.add("landlock_restrict_self()");
+    ok = fail(error);
+  }
+  ::close(ruleset);
+  return ok;
+}
+
+}  // namespace stockade::platform

@@ -1,0 +1,69 @@
+// ASYNC-SIGNAL-SAFE: writeIdMaps() and setSandboxHostname() run between
+// clone and exec.
+#include "platform/linux/namespaces.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "platform/linux/kernel_abi.h"
+
+namespace stockade::platform {
+namespace {
+
+bool writeFile(const char* path, const char* text, ChildError& error) noexcept {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error.step = static_cast<std::int32_t>(SetupStep::kIdMaps);
+    error.error = errno;
+    error.add("open(").quoted(path).add(", O_WRONLY)");
+    return false;
+  }
+  const std::size_t len = std::strlen(text);
+  ssize_t n = ::write(fd, text, len);
+  int saved = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(len)) {
+    error.step = static_cast<std::int32_t>(SetupStep::kIdMaps);
+    error.error = n < 0 ? saved : EIO;
+    error.add("write(").quoted(path).add(", ").quoted(text).add(")");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::uint64_t namespaceCloneFlags(bool withCgroup) noexcept {
+  std::uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+  if (withCgroup) flags |= CLONE_NEWCGROUP;
+  return flags;
+}
+
+bool cgroupNamespaceAvailable() noexcept { return ::access("/proc/self/ns/cgroup", F_OK) == 0; }
+
+bool writeIdMaps(uid_t uid, gid_t gid, ChildError& error) noexcept {
+  ChildError line;
+  line.number(uid).add(" ").number(uid).add(" 1\n");
+  if (!writeFile("/proc/self/uid_map", line.call, error)) return false;
+  if (!writeFile("/proc/self/setgroups", "deny", error)) return false;
+  line.clear();
+  line.number(gid).add(" ").number(gid).add(" 1\n");
+  return writeFile("/proc/self/gid_map", line.call, error);
+}
+
+bool setSandboxHostname(ChildError& error) noexcept {
+  static constexpr char kName[] = "stockade";
+  if (::sethostname(kName, sizeof(kName) - 1) != 0) {
+    error.step = static_cast<std::int32_t>(SetupStep::kHostname);
+    error.error = errno;
+    error.add("sethostname(\"stockade\")");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace stockade::platform

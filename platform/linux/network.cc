@@ -1,0 +1,148 @@
+// ASYNC-SIGNAL-SAFE: bringUpLoopback() and sendProxyListeners() run between
+// clone and exec. receiveProxyListeners() runs in the parent.
+#include "platform/linux/network.h"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace stockade::platform {
+namespace {
+
+bool fail(SetupStep step, ChildError& error) noexcept {
+  error.step = static_cast<std::int32_t>(step);
+  error.error = errno;
+  return false;
+}
+
+int listenOn(int family, std::uint16_t port, ChildError& error) noexcept {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const char* shown = family == AF_INET ? "127.0.0.1" : "[::1]";
+  if (fd < 0) {
+    error.add("socket(").add(family == AF_INET ? "AF_INET" : "AF_INET6").add(", SOCK_STREAM)");
+    fail(SetupStep::kProxyListeners, error);
+    return -1;
+  }
+  int rc;
+  if (family == AF_INET) {
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  } else {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    sockaddr_in6 addr = {};
+    addr.sin6_family = AF_INET6;
+    addr.sin6_port = htons(port);
+    addr.sin6_addr = in6addr_loopback;
+    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  }
+  if (rc != 0) {
+    error.add("bind(").add(shown).add(":").number(port).add(")");
+    fail(SetupStep::kProxyListeners, error);
+    ::close(fd);
+    return -1;
+  }
+  if (::listen(fd, 128) != 0) {
+    error.add("listen(").add(shown).add(":").number(port).add(", 128)");
+    fail(SetupStep::kProxyListeners, error);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool bringUpLoopback(ChildError& error) noexcept {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    error.add("socket(AF_INET, SOCK_DGRAM)");
+    return fail(SetupStep::kLoopback, error);
+  }
+  ifreq req = {};
+  std::strcpy(req.ifr_name, "lo");
+  bool ok = true;
+  if (::ioctl(fd, SIOCGIFFLAGS, &req) != 0) {
+    error.add("ioctl(\"lo\", SIOCGIFFLAGS)");
+    ok = fail(SetupStep::kLoopback, error);
+  } else {
+    req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
+    if (::ioctl(fd, SIOCSIFFLAGS, &req) != 0) {
+      error.add("ioctl(\"lo\", SIOCSIFFLAGS, IFF_UP)");
+      ok = fail(SetupStep::kLoopback, error);
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+bool sendProxyListeners(int channel, std::uint16_t port, ChildError& error) noexcept {
+  int fds[2] = {listenOn(AF_INET, port, error), -1};
+  if (fds[0] < 0) return false;
+  fds[1] = listenOn(AF_INET6, port, error);
+  if (fds[1] < 0) {
+    ::close(fds[0]);
+    return false;
+  }
+  char byte = 'L';
+  iovec iov = {&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
+  std::memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
+  bool ok = true;
+  if (::sendmsg(channel, &msg, MSG_NOSIGNAL) != 1) {
+    error.add("sendmsg(channel, SCM_RIGHTS, 2 listeners)");
+    ok = fail(SetupStep::kProxyListeners, error);
+  }
+  ::close(fds[0]);
+  ::close(fds[1]);
+  return ok;
+}
+
+std::variant<std::vector<UniqueFd>, std::string> receiveProxyListeners(int channel) {
+  char byte = 0;
+  iovec iov = {&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n = ::recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n != 1) {
+    return std::string("recvmsg(proxy channel, MSG_DONTWAIT) failed: ") +
+           (n < 0 ? strerrorname_np(errno) : "no message");
+  }
+  std::vector<UniqueFd> out;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      out.emplace_back(fd);
+    }
+  }
+  if (out.size() != 2 || (msg.msg_flags & MSG_CTRUNC))
+    return "recvmsg(proxy channel): expected 2 listeners, got " + std::to_string(out.size());
+  return out;
+}
+
+}  // namespace stockade::platform

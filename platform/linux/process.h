@@ -1,0 +1,33 @@
+// Waiting for and signalling a spawned child through its pidfd, so a reused
+// pid is never signalled.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "platform/unique_fd.h"
+
+namespace stockade::platform {
+
+struct ExitStatus {
+  enum class Kind { kExited, kSignaled };
+  Kind kind = Kind::kExited;
+  int value = 0;  // exit code or signal number
+  // The shell convention: the code, or 128 + signal.
+  int shellCode() const noexcept { return kind == Kind::kExited ? value : 128 + value; }
+};
+
+// Blocks until the child exits and reaps it. The error names waitid().
+std::variant<ExitStatus, std::string> waitExit(const UniqueFd& pidfd);
+
+// As waitExit(), but gives up after `timeout` (nullopt: still running).
+// Signals interrupting the wait are retried.
+std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const UniqueFd& pidfd,
+                                                                 std::chrono::milliseconds timeout);
+
+// pidfd_send_signal(). Signalling a child that already exited is not an error.
+std::optional<std::string> signalChild(const UniqueFd& pidfd, int signal);
+
+}  // namespace stockade::platform

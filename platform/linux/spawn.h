@@ -1,0 +1,115 @@
+// spawn(): runs one program under DerivedRules with every enforcement layer
+// this kernel offers, and says which ones are active.
+//
+// The child is created by clone3(CLONE_PIDFD | CLONE_NEWUSER | NEWNS | NEWPID
+// | NEWNET | NEWIPC | NEWUTS [| NEWCGROUP]) and becomes pid 1 of its pid
+// namespace: when it exits, or is killed, the kernel kills every process it
+// left behind. Child-side setup is a flat list of steps (spawn.cc); the first
+// failing step is reported with the syscall, its arguments and errno.
+//
+// Thread-safety: spawn() may be called from several threads at once. The
+// child's parent-death signal is tied to the *thread* that called spawn():
+// call it from a thread that outlives the child (e.g. the main thread or a
+// dedicated supervisor thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "platform/linux/child_error.h"
+#include "platform/linux/process.h"
+#include "platform/unique_fd.h"
+#include "stockade/rules.h"
+
+namespace stockade::platform {
+
+// How the child's stdin/stdout/stderr are connected.
+enum class Stdio {
+  kInherit,  // the caller's own fds 0-2 (the CLI)
+  kPipe,     // new pipes; Child holds the parent's ends (the manager)
+};
+
+// What to do when the kernel lacks an enforcement layer the rules call for
+// (Landlock or one of its ABI features, a namespace, a limit).
+enum class OnMissingLayer {
+  kRefuse,         // fail the spawn, naming the missing layer (default)
+  kRunAndReport,   // run, listing every missing layer in Child::enforcement
+};
+
+struct SpawnRequest {
+  const DerivedRules& rules;
+  std::vector<std::string> argv;   // argv[0] without '/' is searched in the env's PATH, inside the sandbox
+  std::string cwd;                 // absolute; must be visible inside the sandbox
+  std::vector<std::string> env;    // "K=V", final: passed to execve as is
+  std::optional<std::uint16_t> proxyPort;  // see Child::proxyListeners
+  bool newSession = true;          // setsid() in the child
+  Stdio stdio = Stdio::kInherit;
+  OnMissingLayer onMissingLayer = OnMissingLayer::kRefuse;
+};
+
+// Which layers are active for one child.
+struct EnforcementReport {
+  bool userNamespace = false;
+  bool mountNamespace = false;
+  bool pidNamespace = false;
+  bool networkNamespace = false;
+  bool ipcNamespace = false;
+  bool utsNamespace = false;
+  bool cgroupNamespace = false;
+  int landlockAbi = 0;            // 0: Landlock not applied
+  bool landlockFilesystem = false;
+  bool landlockNetwork = false;   // ABI >= 4: TCP connect restricted to the proxy port
+  bool landlockScopes = false;    // ABI >= 6: abstract unix sockets and signals scoped
+  bool seccomp = false;
+  bool noNewPrivs = false;
+  // Each entry says what is weaker than the rules call for, and why.
+  std::vector<std::string> degradations;
+};
+
+// What the request would get on this kernel, without spawning.
+EnforcementReport probeEnforcement(const SpawnRequest& request);
+
+struct Child {
+  pid_t pid = -1;                 // in the caller's pid namespace
+  UniqueFd pidfd;                 // use platform/linux/process.h to wait and signal
+  UniqueFd stdinPipe;             // Stdio::kPipe only: write end of the child's stdin
+  UniqueFd stdoutPipe;            // Stdio::kPipe only: read end
+  UniqueFd stderrPipe;            // Stdio::kPipe only: read end
+  // proxyPort set: listening sockets on 127.0.0.1:<port> and [::1]:<port>
+  // inside the child's network namespace (IPv4 first); accept() on them from
+  // the supervisor. Landlock lets the child connect() over TCP to that port
+  // only. Without proxyPort the child has loopback only.
+  std::vector<UniqueFd> proxyListeners;
+  EnforcementReport enforcement;
+  // Read end of the pipe on which the sandbox's init (pid 1) reports how the
+  // program (pid 2) ended. Use waitExit(const Child&) below.
+  UniqueFd programStatus;
+};
+
+struct SpawnError {
+  SetupStep step = SetupStep::kNone;
+  std::string call;  // `mount("tmpfs", "/home/u/.ssh", "tmpfs", 0x...)`; may be empty
+  int error = 0;     // errno; 0 when the failure is not a syscall's
+  std::string detail;  // extra text (parent-side failures)
+  // `setup step "mounts": mount("tmpfs", ...) failed: EPERM (Operation not permitted)`
+  std::string message() const;
+};
+
+// Caller bugs (empty argv, relative cwd, env entries without '=') throw
+// std::invalid_argument. Everything else is a SpawnError.
+std::variant<Child, SpawnError> spawn(const SpawnRequest& request);
+
+// Waits for the program and reaps the sandbox: the program's own status
+// (exit code, or the signal that killed it), or, when the sandbox was killed
+// from outside, init's (kSignaled, SIGKILL). The errors name waitid()/poll().
+std::variant<ExitStatus, std::string> waitExit(const Child& child);
+// As waitExit(), giving up after `timeout` (nullopt: still running).
+std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout);
+
+}  // namespace stockade::platform

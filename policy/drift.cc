@@ -1,0 +1,68 @@
+#include "policy/drift.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "policy/rules_builder.h"
+#include "policy/text.h"
+
+namespace stockade::policy {
+namespace {
+
+std::optional<FileIdentity> identityOf(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino};
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+DriftBaseline::DriftBaseline(DerivedRules rules, const DriftBaseline* previous) : rules_(std::move(rules)) {
+  for (const auto& path : rules_.filesystem().denyRead) {
+    if (previous) {
+      if (auto it = previous->denied_.find(path); it != previous->denied_.end()) {
+        denied_.emplace(path, it->second);
+        continue;
+      }
+    }
+    if (auto id = identityOf(path)) denied_.emplace(path, *id);
+  }
+}
+
+std::optional<Widening> DriftBaseline::check(const DerivedRules& now) const {
+  for (const auto& [path, id] : denied_) {
+    auto current = identityOf(path);
+    if (!current || *current != id) {
+      std::string why = current ? "was replaced by another object since admission"
+                                : "was moved or deleted since admission; its contents may be readable under another name";
+      return Widening{"filesystem.denyRead", path,
+                      "filesystem.denyRead: " + quote(path) + " " + why + "; create the sandbox again to admit the change"};
+    }
+  }
+  // Mandatory denies that vanished cannot be enforced (no placeholder is ever
+  // created on the host), so they are dropped from the reference.
+  const auto& mandatory = rules_.filesystem().mandatoryDenyWrite;
+  const auto& kept = now.filesystem().mandatoryDenyWrite;
+  bool vanished = std::any_of(mandatory.begin(), mandatory.end(), [&](const std::string& p) {
+    return !std::binary_search(kept.begin(), kept.end(), p) && !exists(p);
+  });
+  if (!vanished) return narrowing(rules_, now);
+  RulesBuilder reference;
+  reference.fs = rules_.filesystem();
+  reference.fs.mandatoryDenyWrite.clear();
+  for (const auto& p : mandatory) {
+    if (std::binary_search(kept.begin(), kept.end(), p) || exists(p)) reference.fs.mandatoryDenyWrite.push_back(p);
+  }
+  reference.net = rules_.network();
+  reference.env = rules_.envAllow();
+  reference.limits = rules_.limits();
+  return narrowing(std::move(reference).build(), now);
+}
+
+}  // namespace stockade::policy

@@ -1,0 +1,228 @@
+// SandboxManager and SandboxHandle: admission, narrowing, epochs, dispose.
+// run() lives in src/run.cc.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/random.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "src/manager_internal.h"
+
+namespace stockade {
+
+using detail::ManagerState;
+using detail::RunShared;
+
+std::string Epoch::text() const { return "g" + std::to_string(generation_) + ".e" + std::to_string(serial_); }
+
+namespace detail {
+
+std::string randomId(std::string_view prefix) {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    throw std::runtime_error("getrandom() failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(prefix);
+  id += '-';
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 0xf];
+  }
+  return id;
+}
+
+DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx, ErrorCode code,
+                           std::string_view what) {
+  auto derived = derive(policy, ctx);
+  if (auto* err = std::get_if<PolicyError>(&derived))
+    throw SandboxError(code, std::string(what) + ": " + err->text());
+  return std::get<DerivedRules>(std::move(derived));
+}
+
+void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) {
+  nlohmann::json j = fields.is_object() ? std::move(fields) : nlohmann::json::object();
+  auto now = std::chrono::system_clock::now();
+  j["time"] = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() / 1e6;
+  j["event"] = event;
+  if (!j.contains("sandboxId")) j["sandboxId"] = sandboxId;
+  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::function<void(const std::string&)> sink;
+  {
+    std::lock_guard lock(auditMu);
+    sink = audit;
+  }
+  if (sink) {
+    sink(line);
+    return;
+  }
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    auto l = spdlog::get("stockade");
+    return l ? l : spdlog::stderr_color_mt("stockade");
+  }();
+  logger->info("audit {}", line);
+}
+
+// Shrinks the live policy; the caller holds `mu` and has checked narrowing.
+void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules) {
+  policy::DriftBaseline next(std::move(rules), s.baseline ? &*s.baseline : nullptr);
+  s.livePolicy = policy;
+  s.liveNetwork = std::make_shared<const DerivedRules::Network>(next.rules().network());
+  s.baseline.emplace(std::move(next));
+}
+
+// An axis the kernel layer cannot narrow here. The caller holds `mu`.
+void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate) {
+  if (candidate.limits().pids != 0 && candidate.limits().pids != live.limits().pids)
+    throw SandboxError(ErrorCode::kNarrowingUnsupported,
+                       "limits.pids: this host cannot enforce a process-count limit (stockade does not manage a "
+                       "delegated cgroup yet); leave limits.pids as it is");
+}
+
+// Kills every in-flight child and waits until each has settled. Returns with
+// the sandbox uninitialised. Safe to call when nothing is live.
+void disposeAll(const std::shared_ptr<ManagerState>& s) {
+  std::unique_ptr<proxy::Proxy> proxy;
+  {
+    std::unique_lock lock(s->mu);
+    if (!s->initialized && s->runs.empty()) return;
+    s->initialized = false;  // new work is refused from here on
+    for (auto& [id, run] : s->runs) {
+      if (auto err = platform::signalChild(run->child.pidfd, SIGKILL))
+        s->logError("dispose: " + *err);
+    }
+    s->settled.wait(lock, [&] { return s->runs.empty(); });
+    s->livePolicy.reset();
+    s->baseline.reset();
+    s->liveNetwork.reset();
+    proxy = std::move(s->proxy);
+  }
+  proxy.reset();  // joins the proxy's io thread, outside the lock its providers take
+  s->writeAudit("dispose");
+}
+
+void ManagerState::logError(const std::string& message) { writeAudit("error", {{"message", message}}); }
+
+}  // namespace detail
+
+using detail::deriveOrThrow;
+
+SandboxManager::SandboxManager() : state_(std::make_shared<ManagerState>()) {}
+SandboxManager::~SandboxManager() = default;
+
+SandboxManager& SandboxManager::instance() {
+  // Never destroyed: children and waiter threads may outlive static destruction.
+  static SandboxManager* manager = new SandboxManager();
+  return *manager;
+}
+
+bool SandboxManager::initialized() const {
+  std::lock_guard lock(state_->mu);
+  return state_->initialized;
+}
+
+void SandboxManager::setAuditSink(std::function<void(const std::string&)> sink) {
+  std::lock_guard lock(state_->auditMu);
+  state_->audit = std::move(sink);
+}
+
+SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
+  auto& s = *state_;
+  std::unique_lock lock(s.mu);
+  if (!s.initialized) {
+    DeriveContext ctx = currentContext();
+    DerivedRules rules = deriveOrThrow(policy, ctx, ErrorCode::kInvalidPolicy, "createSandbox()");
+    s.initialized = true;
+    ++s.generation;
+    s.sandboxId = detail::randomId("sbx");
+    s.context = std::move(ctx);
+    s.baseline.reset();
+    std::string fingerprint = rules.fingerprint();
+    detail::applyNarrowing(s, policy, std::move(rules));
+    Epoch epoch(s.generation, ++s.nextSerial);
+    lock.unlock();
+    s.writeAudit("admit", {{"fingerprint", fingerprint}, {"epoch", epoch.text()}});
+    return SandboxHandle(state_, epoch, /*adopted=*/false);
+  }
+  DerivedRules candidate = deriveOrThrow(policy, s.context, ErrorCode::kInvalidPolicy, "createSandbox()");
+  const DerivedRules& live = s.baseline->rules();
+  if (auto w = narrowing(live, candidate))
+    throw SandboxError(ErrorCode::kPolicyConflict,
+                       "createSandbox(): policy " + candidate.fingerprint() + " is not a narrowing of the live policy " +
+                           live.fingerprint() + ": " + w->message +
+                           "; one policy per process is the safe deployment, use a separate process for this one");
+  detail::checkNarrowable(live, candidate);
+  std::string fingerprint = candidate.fingerprint();
+  detail::applyNarrowing(s, policy, std::move(candidate));
+  Epoch epoch(s.generation, ++s.nextSerial);
+  lock.unlock();
+  s.writeAudit("narrow", {{"fingerprint", fingerprint}, {"via", "createSandbox"}, {"epoch", epoch.text()}});
+  return SandboxHandle(state_, epoch, /*adopted=*/false);
+}
+
+SandboxHandle SandboxManager::adopt() {
+  std::lock_guard lock(state_->mu);
+  if (!state_->initialized)
+    throw SandboxError(ErrorCode::kNotInitialized,
+                       "adopt(): no sandbox has been created in this process; call createSandbox() first");
+  return SandboxHandle(state_, Epoch(state_->generation, ++state_->nextSerial), /*adopted=*/true);
+}
+
+void SandboxManager::resetForTesting() { detail::disposeAll(state_); }
+
+bool SandboxHandle::isEpochLive(const Epoch& epoch) const noexcept {
+  if (!state_) return false;
+  std::lock_guard lock(state_->mu);
+  return state_->initialized && epoch.generation_ == state_->generation && epoch.serial_ != 0;
+}
+
+void SandboxHandle::requireLive(std::string_view what) const {
+  // Caller holds state_->mu.
+  if (!state_->initialized || epoch_.generation_ != state_->generation)
+    throw SandboxError(ErrorCode::kNotInitialized,
+                       std::string(what) + ": the sandbox was disposed (epoch " + epoch_.text() +
+                           " is no longer live); create a new one");
+}
+
+DerivedRules SandboxHandle::effectivePolicy() const {
+  std::unique_lock lock(state_->mu);
+  requireLive("effectivePolicy()");
+  if (!adopted_) return state_->baseline->rules();
+  // Adopted: re-derive from the live manager every time.
+  SandboxPolicy live = *state_->livePolicy;
+  DeriveContext ctx = state_->context;
+  lock.unlock();
+  return deriveOrThrow(live, ctx, ErrorCode::kPolicyDrift, "effectivePolicy()");
+}
+
+void SandboxHandle::narrow(const SandboxPolicy& policy) {
+  auto& s = *state_;
+  std::unique_lock lock(s.mu);
+  requireLive("narrow()");
+  DerivedRules candidate = deriveOrThrow(policy, s.context, ErrorCode::kInvalidPolicy, "narrow()");
+  if (auto w = narrowing(s.baseline->rules(), candidate))
+    throw SandboxError(ErrorCode::kPolicyConflict, "narrow(): " + w->message + " (axis " + w->axis + ")");
+  detail::checkNarrowable(s.baseline->rules(), candidate);
+  std::string fingerprint = candidate.fingerprint();
+  detail::applyNarrowing(s, policy, std::move(candidate));
+  lock.unlock();
+  s.writeAudit("narrow", {{"fingerprint", fingerprint}, {"via", "narrow"}, {"epoch", epoch_.text()}});
+}
+
+bool SandboxHandle::dispose() {
+  if (adopted_) {
+    state_->writeAudit("dispose-ignored",
+                       {{"epoch", epoch_.text()},
+                        {"reason", "dispose() on an adopted handle is a no-op: the sandbox belongs to its creator"}});
+    return false;
+  }
+  {
+    std::lock_guard lock(state_->mu);
+    if (!state_->initialized || epoch_.generation_ != state_->generation) return true;  // already disposed
+  }
+  detail::disposeAll(state_);
+  return true;
+}
+
+}  // namespace stockade

@@ -1,0 +1,314 @@
+// Seed 001, sentence by sentence, against the real manager and real children.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "stockade/stockade.h"
+#include "tests/support/manager_fixture.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+class ManagerTest : public testing::ManagerFixture {
+ protected:
+  // A policy over this test's own directories: writes to `work`, secrets denied.
+  SandboxPolicy policy(const std::string& extra = "") {
+    return SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":[")" + work_ +
+                                   R"("]}, "env":{"allow":["PATH"]})" + extra + "}");
+  }
+  static SandboxHandle create(const SandboxPolicy& p) { return SandboxManager::instance().createSandbox(p); }
+
+  RunOutput runSh(SandboxHandle& h, const std::string& script, std::optional<SandboxPolicy> perCall = std::nullopt,
+                  std::map<std::string, std::string> env = {}) {
+    RunOptions o{.argv = {"/bin/sh", "-c", script}, .correlationId = "test", .cwd = work_};
+    o.env = std::move(env);
+    o.policy = std::move(perCall);
+    return h.run(std::move(o)).collect();
+  }
+
+  template <typename F>
+  static SandboxError expectError(F&& f) {
+    try {
+      f();
+    } catch (const SandboxError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "expected a SandboxError";
+    return SandboxError(ErrorCode::kSpawnFailed, "none");
+  }
+
+  TempDir t_;
+  std::string work_ = t_.dir("work");
+  std::string secrets_ = t_.dir("secrets");
+};
+
+TEST_F(ManagerTest, FirstCreateSandboxAdmitsTheDerivedRules) {
+  SandboxHandle h = create(policy());
+  auto expected = std::get<DerivedRules>(derive(policy(), currentContext()));
+  EXPECT_EQ(h.effectivePolicy().fingerprint(), expected.fingerprint());
+  EXPECT_TRUE(h.isEpochLive(h.epoch()));
+  EXPECT_FALSE(h.isAdopted());
+  EXPECT_TRUE(audited("admit"));
+}
+
+TEST_F(ManagerTest, WideningCreateSandboxThrowsConflictNamingBothPolicies) {
+  SandboxHandle h = create(policy());
+  SandboxPolicy wider = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":[")" +
+                                                work_ + R"(","/etc"]},"env":{"allow":["PATH"]}})");
+  SandboxError e = expectError([&] { create(wider); });
+  EXPECT_EQ(e.code(), ErrorCode::kPolicyConflict);
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  std::string msg = e.what();
+  EXPECT_NE(msg.find(h.effectivePolicy().fingerprint()), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::get<DerivedRules>(derive(wider, currentContext())).fingerprint()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"/etc\""), std::string::npos) << msg;
+}
+
+TEST_F(ManagerTest, NarrowingCreateSandboxNarrowsTheLivePolicyForEveryHandle) {
+  SandboxHandle first = create(policy());
+  std::string sub = t_.dir("work/sub");
+  SandboxHandle second = create(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ +
+                                                        R"("],"allowWrite":[")" + sub + R"("]},"env":{"allow":["PATH"]}})"));
+  EXPECT_EQ(first.effectivePolicy(), second.effectivePolicy()) << "handles are views of one process-global sandbox";
+  EXPECT_EQ(first.effectivePolicy().filesystem().allowWrite, std::vector<std::string>{sub});
+  // And the first handle's children now get the narrowed rules.
+  auto out = runSh(first, "echo x > " + work_ + "/top && echo written");
+  EXPECT_EQ(out.out, "") << "writing outside the narrowed path must fail";
+  EXPECT_FALSE(std::filesystem::exists(work_ + "/top"));
+}
+
+TEST_F(ManagerTest, AdoptWithoutAManagerIsNotInitialized) {
+  SandboxError e = expectError([] { SandboxManager::instance().adopt(); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_NOT_INITIALIZED");
+}
+
+TEST_F(ManagerTest, DisposeOnAnAdoptedHandleIsAReportedNoOp) {
+  SandboxHandle owner = create(policy());
+  SandboxHandle adopted = SandboxManager::instance().adopt();
+  EXPECT_TRUE(adopted.isAdopted());
+  EXPECT_FALSE(adopted.dispose());
+  EXPECT_TRUE(audited("dispose-ignored"));
+  EXPECT_TRUE(SandboxManager::instance().initialized());
+  EXPECT_TRUE(owner.isEpochLive(owner.epoch()));
+  EXPECT_TRUE(adopted.isEpochLive(adopted.epoch()));
+}
+
+TEST_F(ManagerTest, AdoptedEffectivePolicyIsReDerivedOnEveryCallWhileOwnedIsCached) {
+  SandboxHandle owner = create(policy());
+  SandboxHandle adopted = SandboxManager::instance().adopt();
+  t_.file("work/.bashrc");  // appears after admission
+  auto has = [&](const DerivedRules& r) {
+    const auto& m = r.filesystem().mandatoryDenyWrite;
+    return std::find(m.begin(), m.end(), work_ + "/.bashrc") != m.end();
+  };
+  EXPECT_TRUE(has(adopted.effectivePolicy()));
+  EXPECT_FALSE(has(owner.effectivePolicy()));
+}
+
+TEST_F(ManagerTest, NarrowRefusesAWideningNamingTheAxis) {
+  SandboxHandle h = create(policy());
+  SandboxError e = expectError([&] {
+    h.narrow(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowRead":[")" + secrets_ +
+                                     R"(/pub"],"allowWrite":[")" + work_ + R"("]},"env":{"allow":["PATH"]}})"));
+  });
+  EXPECT_EQ(e.code(), ErrorCode::kPolicyConflict);
+  EXPECT_NE(std::string(e.what()).find("filesystem.allowRead"), std::string::npos)
+      << "a read carve-out inside a denied tree widens: " << e.what();
+}
+
+TEST_F(ManagerTest, NarrowAcceptsAnAddedWriteDenyAndItAppliesToTheNextChild) {
+  SandboxHandle h = create(policy());
+  EXPECT_EQ(runSh(h, "echo x > " + work_ + "/.env && echo ok").out, "ok\n");
+  h.narrow(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":[")" + work_ +
+                                   R"("],"denyWrite":[")" + work_ + R"(/.env"]},"env":{"allow":["PATH"]}})"));
+  EXPECT_TRUE(audited("narrow"));
+  auto out = runSh(h, "echo y > " + work_ + "/.env && echo ok");
+  EXPECT_NE(out.out, "ok\n") << "the added write deny must hold";
+  EXPECT_EQ(runSh(h, "echo y > " + work_ + "/other && echo ok").out, "ok\n");
+}
+
+TEST_F(ManagerTest, NarrowingAnAxisThisHostCannotEnforceIsUnsupportedNamingIt) {
+  SandboxHandle h = create(policy());
+  SandboxError e = expectError([&] { h.narrow(policy(R"(,"limits":{"pids":16})")); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_NARROWING_UNSUPPORTED");
+  EXPECT_NE(std::string(e.what()).find("limits.pids"), std::string::npos);
+}
+
+TEST_F(ManagerTest, EpochsDieWithDisposeAndNewWorkIsRefused) {
+  SandboxHandle h = create(policy());
+  Epoch e = h.epoch();
+  EXPECT_TRUE(h.dispose());
+  EXPECT_FALSE(h.isEpochLive(e));
+  EXPECT_FALSE(SandboxManager::instance().initialized());
+  EXPECT_EQ(expectError([&] { runSh(h, "true"); }).codeName(), "E_SANDBOX_NOT_INITIALIZED");
+  EXPECT_EQ(expectError([&] { h.effectivePolicy(); }).codeName(), "E_SANDBOX_NOT_INITIALIZED");
+  EXPECT_EQ(expectError([&] { h.narrow(policy()); }).codeName(), "E_SANDBOX_NOT_INITIALIZED");
+  // A new sandbox gets a new epoch; the old one stays dead.
+  SandboxHandle again = create(policy());
+  EXPECT_TRUE(again.isEpochLive(again.epoch()));
+  EXPECT_FALSE(again.isEpochLive(e));
+}
+
+TEST_F(ManagerTest, RunReturnsOnSpawnWithLiveStreamsAndNonZeroExitIsData) {
+  SandboxHandle h = create(policy());
+  auto ok = runSh(h, "echo out; echo err >&2");
+  EXPECT_EQ(ok.out, "out\n");
+  EXPECT_EQ(ok.err, "err\n");
+  EXPECT_EQ(ok.completion.exitCode, 0);
+  EXPECT_FALSE(ok.completion.failed);
+  auto bad = runSh(h, "exit 3");
+  EXPECT_EQ(bad.completion.exitCode, 3);
+  EXPECT_TRUE(bad.completion.failed);
+  EXPECT_FALSE(bad.completion.signalCode);
+}
+
+TEST_F(ManagerTest, BothStreamsDrainConcurrentlyWithoutDeadlock) {
+  SandboxHandle h = create(policy());
+  // 1 MiB on each stream: far beyond a pipe buffer.
+  auto out = runSh(h, "head -c 1048576 /dev/zero; head -c 1048576 /dev/zero >&2");
+  EXPECT_EQ(out.out.size(), 1048576u);
+  EXPECT_EQ(out.err.size(), 1048576u);
+}
+
+TEST_F(ManagerTest, DisposeKillsInFlightChildrenAndSettlesCompleted) {
+  SandboxHandle h = create(policy());
+  stockade::Run r = h.run({.argv = {"/bin/sleep", "600"}, .correlationId = "long", .cwd = work_});
+  EXPECT_EQ(r.completed.wait_for(200ms), std::future_status::timeout);
+  h.dispose();
+  ASSERT_EQ(r.completed.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(r.completed.get().signalCode.value_or(""), "SIGKILL");
+  EXPECT_EQ(r.completed.get().exitCode, 128 + 9);
+}
+
+TEST_F(ManagerTest, StoppingTheTokenKillsTheChild) {
+  SandboxHandle h = create(policy());
+  std::stop_source stop;
+  RunOptions o{.argv = {"/bin/sleep", "600"}, .correlationId = "c", .cwd = work_};
+  o.stop = stop.get_token();
+  stockade::Run r = h.run(std::move(o));
+  stop.request_stop();
+  ASSERT_EQ(r.completed.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(r.completed.get().signalCode.value_or(""), "SIGKILL");
+  EXPECT_TRUE(h.isEpochLive(h.epoch())) << "stopping one run does not dispose the sandbox";
+}
+
+TEST_F(ManagerTest, DriftBySymlinkSwapIsCaughtBeforeSpawn) {
+  std::string dir = t_.dir("swap");
+  SandboxHandle h = create(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":[")" + dir + R"("]}})"));
+  EXPECT_EQ(runSh(h, "true").completion.exitCode, 0);
+  std::filesystem::remove(dir);
+  std::filesystem::create_directory_symlink("/etc", dir);
+  SandboxError e = expectError([&] { runSh(h, "echo pwned > " + dir + "/owned"); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_DRIFT");
+  EXPECT_NE(std::string(e.what()).find("\"/etc\""), std::string::npos) << e.what();
+  EXPECT_TRUE(audited("drift"));
+  EXPECT_FALSE(std::filesystem::exists("/etc/owned"));
+}
+
+TEST_F(ManagerTest, DriftByAMovedReadDeniedFileIsCaught) {
+  std::string key = t_.file("secrets-file/id_rsa", "PRIVATE");
+  SandboxHandle h = create(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + key + R"("],"allowWrite":[")" +
+                                                   work_ + R"("]}})"));
+  EXPECT_EQ(runSh(h, "cat " + key + " || true").out, "") << "denied while in place";
+  std::filesystem::rename(key, work_ + "/id_rsa");
+  SandboxError e = expectError([&] { runSh(h, "cat " + work_ + "/id_rsa"); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_DRIFT");
+  EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+}
+
+TEST_F(ManagerTest, PerCallFilesystemReplacesTheSessionsRatherThanUnions) {
+  std::string a = t_.dir("a"), b = t_.dir("b");
+  SandboxHandle h = create(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":[")" + a + R"(",")" + b + R"("]}})"));
+  auto perCall = SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":[")" + a + R"("]}})");
+  auto out = runSh(h, "echo 1 > " + a + "/f && echo a-ok; echo 2 > " + b + "/f && echo b-ok", perCall);
+  EXPECT_EQ(out.out, "a-ok\n") << "b is a baseline write path the per-call policy did not repeat; stderr: " << out.err;
+  EXPECT_FALSE(std::filesystem::exists(b + "/f"));
+}
+
+TEST_F(ManagerTest, PerCallFilesystemWideningIsAConflict) {
+  SandboxHandle h = create(policy());
+  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["/etc"]}})");
+  EXPECT_EQ(expectError([&] { runSh(h, "true", wider); }).codeName(), "E_SANDBOX_POLICY_CONFLICT");
+}
+
+TEST_F(ManagerTest, PerCallNetworkMustEqualTheSessionsOrStrictlyNarrowIt) {
+  SandboxHandle h = create(SandboxPolicy::fromJson(
+      R"({"filesystem":{"allowWrite":[")" + work_ + R"("]},"network":{"allowedDomains":["a.example","*.b.example"]}})"));
+  auto with = [&](const std::string& net) {
+    return SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":[")" + work_ + R"("]},"network":)" + net + "}");
+  };
+  // Equal as a set, in another order: fine.
+  EXPECT_EQ(runSh(h, "true", with(R"({"allowedDomains":["*.b.example","A.example"]})")).completion.exitCode, 0);
+  // A strict narrowing: honoured for this child.
+  EXPECT_EQ(runSh(h, "true", with(R"({"allowedDomains":["api.b.example"]})")).completion.exitCode, 0);
+  // A new domain: refused.
+  SandboxError e = expectError([&] { runSh(h, "true", with(R"({"allowedDomains":["a.example","c.example"]})")); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_NETWORK_GRANT_UNSUPPORTED");
+  EXPECT_NE(std::string(e.what()).find("c.example"), std::string::npos);
+}
+
+TEST_F(ManagerTest, EnvOverlayIsAdditiveButCannotSetProxyVariablesOrReservedNames) {
+  ::setenv("STOCKADE_TEST_HOST_ONLY", "leak", 1);
+  SandboxHandle h = create(policy());
+  auto out = runSh(h, "echo \"$FOO|$STOCKADE_TEST_HOST_ONLY|$TMPDIR\"", std::nullopt, {{"FOO", "bar"}});
+  EXPECT_EQ(out.out, "bar||/tmp\n") << "host variables outside env.allow never reach the child";
+  EXPECT_THROW(runSh(h, "true", std::nullopt, {{"HTTPS_PROXY", "http://evil:1"}}), std::invalid_argument);
+  EXPECT_THROW(runSh(h, "true", std::nullopt, {{"https_proxy", "http://evil:1"}}), std::invalid_argument);
+  EXPECT_THROW(runSh(h, "true", std::nullopt, {{"_tX", "1"}}), std::invalid_argument);
+  EXPECT_THROW(runSh(h, "true", std::nullopt, {{"1BAD", "1"}}), std::invalid_argument);
+}
+
+TEST_F(ManagerTest, CallerBugsThrowInvalidArgument) {
+  SandboxHandle h = create(policy());
+  EXPECT_THROW(h.run({.argv = {}, .correlationId = "c", .cwd = work_}), std::invalid_argument);
+  EXPECT_THROW(h.run({.argv = {"/bin/true"}, .correlationId = "", .cwd = work_}), std::invalid_argument);
+  EXPECT_THROW(h.run({.argv = {"/bin/true"}, .correlationId = "c", .cwd = "relative"}), std::invalid_argument);
+  RunOptions badResolve{.argv = {"/bin/true"}, .correlationId = "c", .cwd = work_};
+  badResolve.resolve = {{"origin.test", "not-an-address"}};
+  EXPECT_THROW(h.run(std::move(badResolve)), std::invalid_argument);
+}
+
+TEST_F(ManagerTest, ConcurrentRunNarrowAndDisposeAreSafe) {
+  SandboxHandle h = create(policy());
+  std::atomic<int> completed{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        try {
+          auto out = runSh(h, "echo hi");
+          if (out.completion.exitCode == 0 || out.completion.signalCode) ++completed;
+        } catch (const SandboxError& e) {
+          EXPECT_EQ(e.codeName(), "E_SANDBOX_NOT_INITIALIZED") << e.what();
+          ++refused;
+        }
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; i < 5; ++i) {
+      try {
+        h.narrow(policy());
+      } catch (const SandboxError& e) {
+        EXPECT_EQ(e.codeName(), "E_SANDBOX_NOT_INITIALIZED") << e.what();
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    h.dispose();
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(completed + refused, 40);
+  EXPECT_FALSE(h.isEpochLive(h.epoch()));
+}
+
+}  // namespace
+}  // namespace stockade

@@ -1,0 +1,137 @@
+// `stockade run` as a user runs it: exit codes, stdio, environment, timeout,
+// audit log, argument validation. Real children under the default policy.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/support/subprocess.h"
+
+namespace stockade::testing {
+namespace {
+
+std::vector<std::string> run(std::vector<std::string> args) {
+  std::vector<std::string> argv = {stockadeBinary(), "run"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+class RunCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = "/var/tmp/stockade-cli-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = std::filesystem::canonical(tmpl).string();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string dir_;
+};
+
+TEST_F(RunCliTest, PassesStdinAndStdoutThroughAndReturnsTheChildsExitCode) {
+  auto r = runProcess(run({"--cwd", dir_, "--", "/bin/sh", "-c", "cat; echo err >&2; exit 7"}), "hello\n");
+  EXPECT_EQ(r.exitCode, 7);
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST_F(RunCliTest, DeathBySignalExitsWith128PlusTheSignal) {
+  EXPECT_EQ(runProcess(run({"--cwd", dir_, "--", "/bin/sh", "-c", "kill -KILL $$"})).exitCode, 137);
+  EXPECT_EQ(runProcess(run({"--cwd", dir_, "--", "/bin/sh", "-c", "kill -TERM $$"})).exitCode, 143);
+}
+
+TEST_F(RunCliTest, AMissingProgramExits127AndANonExecutableOne126) {
+  auto missing = runProcess(run({"--cwd", dir_, "--", "no-such-program-stockade"}));
+  EXPECT_EQ(missing.exitCode, 127);
+  EXPECT_NE(missing.err.find("not found"), std::string::npos) << missing.err;
+  std::ofstream(dir_ + "/script") << "#!/bin/sh\necho hi\n";
+  auto notExec = runProcess(run({"--cwd", dir_, "--", dir_ + "/script"}));
+  EXPECT_EQ(notExec.exitCode, 126);
+  EXPECT_NE(notExec.err.find("EACCES"), std::string::npos) << notExec.err;
+}
+
+TEST_F(RunCliTest, ATimeoutKillsTheWholeSandboxAndExits124) {
+  // A background grandchild would keep a pipe open if it survived: the run
+  // returning at all shows the whole process tree died.
+  auto r = runProcess(run({"--cwd", dir_, "--timeout-ms", "300", "--", "/bin/sh", "-c", "sleep 60 & sleep 60"}));
+  EXPECT_EQ(r.exitCode, 124);
+  EXPECT_NE(r.err.find("timed out"), std::string::npos);
+}
+
+TEST_F(RunCliTest, OnlyAllowedEnvironmentReachesTheChildPlusOverlaysAndTmpdir) {
+  ::setenv("STOCKADE_NOT_ALLOWED", "leak", 1);
+  auto r = runProcess(run({"--cwd", dir_, "--env", "EXTRA=1", "--env", "HOME=/elsewhere", "--", "/usr/bin/env"}));
+  ::unsetenv("STOCKADE_NOT_ALLOWED");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.find("STOCKADE_NOT_ALLOWED"), std::string::npos);
+  EXPECT_NE(r.out.find("EXTRA=1\n"), std::string::npos);
+  EXPECT_NE(r.out.find("HOME=/elsewhere\n"), std::string::npos);
+  EXPECT_NE(r.out.find("TMPDIR=/tmp\n"), std::string::npos);
+  EXPECT_NE(r.out.find("PATH="), std::string::npos);
+}
+
+TEST_F(RunCliTest, RunsInTheRequestedWorkingDirectory) {
+  auto r = runProcess(run({"--cwd", dir_, "--", "/bin/pwd"}));
+  EXPECT_EQ(r.out, dir_ + "\n");
+}
+
+TEST_F(RunCliTest, AnInvalidPolicyExits125NamingTheField) {
+  std::ofstream(dir_ + "/bad.json") << R"({"filesystem": {"allowWrite": "not-a-list"}})";
+  auto r = runProcess(run({"--policy", dir_ + "/bad.json", "--cwd", dir_, "--", "/bin/true"}));
+  EXPECT_EQ(r.exitCode, 125);
+  EXPECT_NE(r.err.find("allowWrite"), std::string::npos) << r.err;
+}
+
+TEST_F(RunCliTest, BadArgumentsExit125) {
+  EXPECT_EQ(runProcess(run({"--timeout-ms", "soon", "--", "/bin/true"})).exitCode, 125);
+  EXPECT_EQ(runProcess(run({"--env", "1BAD=x", "--", "/bin/true"})).exitCode, 125);
+  EXPECT_EQ(runProcess(run({"--resolve", "example.test=not-an-ip", "--", "/bin/true"})).exitCode, 125);
+  EXPECT_EQ(runProcess(run({"--resolve", "bad_host!=127.0.0.1", "--", "/bin/true"})).exitCode, 125);
+  EXPECT_EQ(runProcess(run({})).exitCode, 125);
+}
+
+TEST_F(RunCliTest, ResolveAcceptsIpv4AndIpv6Addresses) {
+  auto r = runProcess(run({"--cwd", dir_, "--resolve", "api.example.test=127.0.0.1", "--resolve",
+                           "v6.example.test=[::1]", "--", "/bin/true"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+TEST_F(RunCliTest, TheAuditLogRecordsSpawnWithFingerprintAndExit) {
+  std::string audit = dir_ + "/audit.jsonl";
+  auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "/bin/sh", "-c", "exit 3"}));
+  ASSERT_EQ(r.exitCode, 3);
+  std::ifstream in(audit);
+  std::vector<nlohmann::json> events;
+  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.front()["event"], "spawn");
+  EXPECT_EQ(events.front()["fingerprint"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(events.front()["enforcement"]["seccomp"].get<bool>());
+  EXPECT_EQ(events.back()["event"], "exit");
+  EXPECT_EQ(events.back()["exitCode"], 3);
+}
+
+TEST_F(RunCliTest, TheAuditLogRecordsASetupFailure) {
+  std::string audit = dir_ + "/audit.jsonl";
+  auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "no-such-program-stockade"}));
+  ASSERT_EQ(r.exitCode, 127);
+  std::ifstream in(audit);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  auto event = nlohmann::json::parse(line);
+  EXPECT_EQ(event["event"], "spawn_failed");
+  EXPECT_EQ(event["step"], "exec");
+}
+
+TEST_F(RunCliTest, TheChildSeesItsOwnPidNamespaceAndHostname) {
+  auto r = runProcess(run({"--cwd", dir_, "--", "/bin/sh", "-c", "echo $$; hostname"}));
+  EXPECT_EQ(r.out, "2\nstockade\n");
+}
+
+}  // namespace
+}  // namespace stockade::testing

@@ -1,0 +1,98 @@
+// `stockade run` with network: the child reaches only the proxy on its own
+// loopback; real curl, a real origin on 127.0.0.1, names via --resolve.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "proxy_test_support.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade {
+namespace {
+
+class RunNetworkTest : public ::testing::Test {
+ protected:
+  testing::ProcessResult run(const std::string& script, const std::string& allowed = R"(["origin.test"])") {
+    std::string policy = t_.file("policy.json", R"({"network":{"allowedDomains":)" + allowed + R"(},"env":{"allow":["PATH"]}})");
+    return testing::runProcess({testing::stockadeBinary(), "run", "--policy", policy, "--cwd", t_.path(), "--resolve",
+                                "origin.test=127.0.0.1", "--resolve", "denied.test=127.0.0.1", "--audit", audit_,
+                                "--", "/bin/sh", "-c", script});
+  }
+  std::string url(const std::string& host, const std::string& path = "/") {
+    return "http://" + host + ":" + std::to_string(origin_.port()) + path;
+  }
+  std::vector<nlohmann::json> auditEvents() {
+    std::ifstream in(audit_);
+    std::vector<nlohmann::json> out;
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+
+  proxy::testing::OriginServer origin_;
+  testing::TempDir t_;
+  std::string audit_ = t_ / "audit.jsonl";
+};
+
+TEST_F(RunNetworkTest, AllowedNameThroughHttpProxyAndSocks5hDeliversTheBody) {
+  auto r = run("curl -sS " + url("origin.test", "/hello") + "; curl -sS --proxy \"$ALL_PROXY\" " +
+               url("origin.test", "/hello"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "hello\nhello\n") << r.err;
+}
+
+TEST_F(RunNetworkTest, DeniedNameGets403AndBothDecisionsAreAudited) {
+  auto r = run("curl -s -o /dev/null -w '%{http_code}' " + url("denied.test"));
+  EXPECT_EQ(r.out, "403");
+  bool denied = false;
+  for (const auto& e : auditEvents())
+    denied = denied || (e["event"] == "proxy" && e["host"] == "denied.test" && e["verdict"] == "denied");
+  EXPECT_TRUE(denied) << "the proxy's decision is in the --audit log";
+}
+
+TEST_F(RunNetworkTest, DirectTcpAndUdpToTheHostLoopbackFail) {
+  // A UDP socket on the host's loopback that the child tries to reach.
+  platform::UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(udp.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(udp.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string udpPort = std::to_string(ntohs(addr.sin_port));
+
+  auto r = run("curl -s --noproxy '*' -m 5 http://127.0.0.1:" + std::to_string(origin_.port()) +
+               "/ >/dev/null; echo tcp=$?; /usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_INET, "
+               "socket.SOCK_DGRAM); print(\"udp-sent\", s.sendto(b\"leak\", (\"127.0.0.1\", " + udpPort + ")))'");
+  EXPECT_NE(r.out.find("tcp=7"), std::string::npos) << "connection refused inside the sandbox's own netns: " << r.out;
+  EXPECT_NE(r.out.find("udp-sent 4"), std::string::npos) << "the datagram left the child: " << r.out << r.err;
+  pollfd pfd{udp.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 500), 0) << "a datagram sent inside the sandbox must never reach the host's loopback";
+  // The allowed neighbour: the same port through the proxy works.
+  auto ok = run("curl -s -o /dev/null -w '%{http_code}' " + url("origin.test"));
+  EXPECT_EQ(ok.out, "200");
+}
+
+TEST_F(RunNetworkTest, EnvCannotOverrideTheProxyVariables) {
+  std::string policy = t_.file("p.json", R"({"network":{"allowedDomains":["origin.test"]}})");
+  auto r = testing::runProcess({testing::stockadeBinary(), "run", "--policy", policy, "--env", "HTTPS_PROXY=http://evil:1",
+                                "--", "/bin/true"});
+  EXPECT_EQ(r.exitCode, 125);
+  EXPECT_NE(r.err.find("HTTPS_PROXY"), std::string::npos) << r.err;
+  auto shown = run("echo \"$HTTP_PROXY $ALL_PROXY\"");
+  EXPECT_EQ(shown.out, "http://127.0.0.1:3128 socks5h://127.0.0.1:3128\n");
+}
+
+TEST_F(RunNetworkTest, NoAllowedDomainsMeansNoProxyAndNoNetwork) {
+  auto r = run("echo \"${HTTP_PROXY-unset}\"; curl -s -m 5 -o /dev/null -w '%{http_code}' " + url("origin.test"), "[]");
+  EXPECT_EQ(r.out, "unset\n000");
+}
+
+}  // namespace
+}  // namespace stockade

@@ -1,0 +1,160 @@
+// platform::spawn() through its API: pipes, the proxy listener hook, the
+// enforcement report, setup errors naming the step and syscall.
+#include "platform/linux/spawn.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "platform/linux/landlock.h"
+#include "stockade/rules.h"
+
+namespace stockade::platform {
+namespace {
+
+DerivedRules rulesFor(const std::string& cwd) {
+  DeriveContext ctx = currentContext();
+  ctx.cwd = cwd;
+  ctx.tmpdir = "/tmp";
+  auto derived = derive(SandboxPolicy::defaults(), ctx);
+  if (auto* e = std::get_if<PolicyError>(&derived)) throw std::runtime_error(e->text());
+  return std::get<DerivedRules>(std::move(derived));
+}
+
+std::string readAll(const UniqueFd& fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  return out;
+}
+
+class SpawnTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = "/var/tmp/stockade-spawn-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = std::filesystem::canonical(tmpl).string();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  SpawnRequest request(const DerivedRules& rules, std::vector<std::string> argv) {
+    SpawnRequest r{rules, std::move(argv), dir_, {"PATH=/usr/bin:/bin"}};
+    r.stdio = Stdio::kPipe;
+    r.onMissingLayer = OnMissingLayer::kRunAndReport;
+    return r;
+  }
+  std::string dir_;
+};
+
+TEST_F(SpawnTest, PipesCarryStdioAndWaitReturnsTheProgramsStatus) {
+  auto rules = rulesFor(dir_);
+  auto spawned = spawn(request(rules, {"/bin/sh", "-c", "read x; echo out:$x; echo err >&2; exit 5"}));
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  ASSERT_EQ(::write(child.stdinPipe.get(), "in\n", 3), 3);
+  child.stdinPipe.reset();
+  EXPECT_EQ(readAll(child.stdoutPipe), "out:in\n");
+  EXPECT_EQ(readAll(child.stderrPipe), "err\n");
+  auto status = waitExit(child);
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  EXPECT_EQ(std::get<ExitStatus>(status).kind, ExitStatus::Kind::kExited);
+  EXPECT_EQ(std::get<ExitStatus>(status).value, 5);
+}
+
+TEST_F(SpawnTest, KillingThePidfdEndsTheSandboxAndReportsSigkill) {
+  auto rules = rulesFor(dir_);
+  auto spawned = spawn(request(rules, {"/bin/sleep", "60"}));
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  auto still = waitExitFor(child, std::chrono::milliseconds(0));
+  ASSERT_TRUE(std::holds_alternative<std::optional<ExitStatus>>(still));
+  EXPECT_FALSE(std::get<std::optional<ExitStatus>>(still).has_value());
+  EXPECT_FALSE(signalChild(child.pidfd, SIGKILL).has_value());
+  auto status = waitExit(child);
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  EXPECT_EQ(std::get<ExitStatus>(status).kind, ExitStatus::Kind::kSignaled);
+  EXPECT_EQ(std::get<ExitStatus>(status).value, SIGKILL);
+}
+
+TEST_F(SpawnTest, SigtermOnThePidfdReachesTheProgram) {
+  auto rules = rulesFor(dir_);
+  auto spawned = spawn(request(rules, {"/bin/sh", "-c", "echo ready; exec sleep 60"}));
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  char buf[6];
+  ASSERT_EQ(::read(child.stdoutPipe.get(), buf, 6), 6);
+  // `exec sleep` has happened once sleep is running; signal until it ends.
+  EXPECT_FALSE(signalChild(child.pidfd, SIGTERM).has_value());
+  auto status = waitExitFor(child, std::chrono::seconds(30));
+  ASSERT_TRUE(std::holds_alternative<std::optional<ExitStatus>>(status));
+  auto& s = std::get<std::optional<ExitStatus>>(status);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->shellCode(), 128 + SIGTERM);
+}
+
+TEST_F(SpawnTest, ProxyListenersAcceptTheChildsConnectionsOnTheProxyPortOnly) {
+  if (landlockAbi() < 4) GTEST_SKIP() << "Landlock ABI < 4: TCP connect is not restricted";
+  auto rules = rulesFor(dir_);
+  const std::uint16_t port = 3128;  // inside the child's own network namespace: no host port is used
+  auto req = request(rules, {"/bin/sh", "-c",
+                             "exec 3<>/dev/tcp/127.0.0.1/3128 2>/dev/null && echo proxy-ok; "
+                             "exec 4<>/dev/tcp/127.0.0.1/3129 2>/dev/null && echo other-ok; true"});
+  req.argv = {"/bin/bash", "-c", req.argv[2]};
+  req.proxyPort = port;
+  auto spawned = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  ASSERT_EQ(child.proxyListeners.size(), 2u);
+  pollfd p = {child.proxyListeners[0].get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 30000), 1);
+  UniqueFd conn(::accept4(child.proxyListeners[0].get(), nullptr, nullptr, SOCK_CLOEXEC));
+  EXPECT_TRUE(conn.valid());
+  auto out = readAll(child.stdoutPipe);
+  EXPECT_NE(out.find("proxy-ok"), std::string::npos) << out;
+  EXPECT_EQ(out.find("other-ok"), std::string::npos) << out;
+  (void)waitExit(child);
+}
+
+TEST_F(SpawnTest, TheEnforcementReportListsTheActiveLayers) {
+  auto rules = rulesFor(dir_);
+  auto report = probeEnforcement(request(rules, {"/bin/true"}));
+  EXPECT_TRUE(report.userNamespace && report.mountNamespace && report.pidNamespace && report.networkNamespace &&
+              report.ipcNamespace && report.utsNamespace);
+  EXPECT_TRUE(report.seccomp);
+  EXPECT_EQ(report.landlockAbi, landlockAbi());
+  EXPECT_EQ(report.landlockFilesystem, landlockAbi() > 0);
+}
+
+TEST_F(SpawnTest, ASetupFailureNamesTheStepTheSyscallAndErrno) {
+  auto rules = rulesFor(dir_);
+  auto req = request(rules, {"/bin/true"});
+  req.cwd = dir_ + "/does-not-exist";
+  auto spawned = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<SpawnError>(spawned));
+  auto message = std::get<SpawnError>(spawned).message();
+  EXPECT_NE(message.find("working-directory"), std::string::npos) << message;
+  EXPECT_NE(message.find("chdir(\"" + req.cwd + "\")"), std::string::npos) << message;
+  EXPECT_NE(message.find("ENOENT"), std::string::npos) << message;
+}
+
+TEST_F(SpawnTest, CallerBugsThrowInvalidArgument) {
+  auto rules = rulesFor(dir_);
+  EXPECT_THROW(spawn(request(rules, {})), std::invalid_argument);
+  auto relative = request(rules, {"/bin/true"});
+  relative.cwd = "relative";
+  EXPECT_THROW(spawn(relative), std::invalid_argument);
+  auto env = request(rules, {"/bin/true"});
+  env.env = {"NOEQUALS"};
+  EXPECT_THROW(spawn(env), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace stockade::platform

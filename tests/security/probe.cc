@@ -1,0 +1,205 @@
+// sandbox_probe: tries one operation from inside a sandbox and says how it
+// went. Exit 0: the operation succeeded; 1: it failed (stderr names errno);
+// 2: usage. Output on stdout is operation-specific (file contents, ids, ...).
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace {
+
+int result(long rc, const char* what) {
+  if (rc >= 0) return 0;
+  std::fprintf(stderr, "%s: %s\n", what, strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+  std::printf("errno=%s\n", strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+  return 1;
+}
+
+int cat(const char* path) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return result(-1, "open");
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) std::fwrite(buf, 1, static_cast<std::size_t>(n), stdout);
+  ::close(fd);
+  return n < 0 ? result(-1, "read") : 0;
+}
+
+int list(const char* path) {
+  DIR* d = ::opendir(path);
+  if (!d) return result(-1, "opendir");
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) std::printf("%s\n", e->d_name);
+  ::closedir(d);
+  return 0;
+}
+
+int write(const char* path) {
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return result(-1, "open");
+  int rc = ::write(fd, "probe\n", 6) == 6 ? 0 : result(-1, "write");
+  ::close(fd);
+  return rc;
+}
+
+int connectTo(int type, const char* addr, int port, bool waitReply) {
+  int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return result(-1, "socket");
+  sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, addr, &sa.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return result(-1, "connect");
+  if (::send(fd, "probe\n", 6, 0) != 6) return result(-1, "send");
+  if (waitReply) {
+    char c;
+    if (::recv(fd, &c, 1, 0) != 1) return result(-1, "recv");
+  }
+  return 0;
+}
+
+long int80Getpid() {
+  long ret;
+  // i386 getpid is syscall 20; through int 0x80 the kernel sees AUDIT_ARCH_I386.
+  asm volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+  return ret;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  std::string_view op = argv[1];
+  auto arg = [&](int i) -> const char* { return i < argc ? argv[i] : ""; };
+  if (op == "cat") return cat(arg(2));
+  if (op == "ls") return list(arg(2));
+  if (op == "write") return write(arg(2));
+  if (op == "mkdir") return result(::mkdir(arg(2), 0755), "mkdir");
+  if (op == "symlink") return result(::symlink(arg(2), arg(3)), "symlink");
+  if (op == "link") return result(::link(arg(2), arg(3)), "link");
+  if (op == "rename") return result(::rename(arg(2), arg(3)), "rename");
+  if (op == "ids") {
+    std::printf("ruid=%d euid=%d\n", ::getuid(), ::geteuid());
+    return 0;
+  }
+  if (op == "ptrace") return result(::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr), "ptrace");
+  if (op == "kill") return result(::kill(std::atoi(arg(2)), std::atoi(arg(3))), "kill");
+  if (op == "kill-own-child") {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    int rc = result(::kill(pid, SIGKILL), "kill");
+    ::waitpid(pid, nullptr, 0);
+    return rc;
+  }
+  if (op == "fork") {
+    pid_t pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    if (pid < 0) return result(-1, "fork");
+    ::waitpid(pid, nullptr, 0);
+    return 0;
+  }
+  if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
+    unsigned long request = std::strtoul(arg(2), nullptr, 16);
+    char c = 'x';
+    return result(::syscall(SYS_ioctl, 0, request, &c), "ioctl");
+  }
+  if (op == "syscall") {  // raw syscall number with zero arguments
+    return result(::syscall(std::atol(arg(2)), 0, 0, 0, 0, 0, 0), "syscall");
+  }
+  if (op == "unshare") return result(::unshare(static_cast<int>(std::strtol(arg(2), nullptr, 16))), "unshare");
+  if (op == "clone") {
+    long flags = std::strtol(arg(2), nullptr, 16) | SIGCHLD;
+    long pid = ::syscall(SYS_clone, flags, 0, 0, 0, 0);
+    if (pid == 0) ::_exit(0);
+    if (pid > 0) ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
+    return result(pid, "clone");
+  }
+  if (op == "clone3") {
+    std::uint64_t args[11] = {};
+    args[4] = SIGCHLD;
+    long pid = ::syscall(SYS_clone3, args, 64);
+    if (pid == 0) ::_exit(0);
+    if (pid > 0) ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
+    return result(pid, "clone3");
+  }
+  if (op == "mount") return result(::mount("none", "/tmp", "tmpfs", 0, nullptr), "mount");
+  if (op == "socket") {  // socket DOMAIN TYPE PROTOCOL (decimal; DOMAIN may carry high bits)
+    long fd = ::syscall(SYS_socket, std::strtol(arg(2), nullptr, 0), std::strtol(arg(3), nullptr, 0),
+                        std::strtol(arg(4), nullptr, 0));
+    return result(fd, "socket");
+  }
+  if (op == "socketpair") {
+    int sv[2];
+    return result(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+  }
+  if (op == "tcp") return connectTo(SOCK_STREAM, arg(2), std::atoi(arg(3)), std::string_view(arg(4)) == "reply");
+  if (op == "udp") return connectTo(SOCK_DGRAM, arg(2), std::atoi(arg(3)), false);
+  if (op == "udp-self") {  // a UDP round trip inside the sandbox's own loopback
+    int a = ::socket(AF_INET, SOCK_DGRAM, 0), b = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (::bind(a, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return result(-1, "bind");
+    ::getsockname(a, reinterpret_cast<sockaddr*>(&sa), &len);
+    if (::sendto(b, "x", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 1) return result(-1, "sendto");
+    char c;
+    return result(::recv(a, &c, 1, 0), "recv");
+  }
+  if (op == "fds") {  // prints every open fd above 2 (except the one listing them)
+    DIR* d = ::opendir("/proc/self/fd");
+    if (!d) return result(-1, "opendir");
+    int self = ::dirfd(d);
+    int count = 0;
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != self) {
+        std::printf("fd %d\n", fd);
+        ++count;
+      }
+    }
+    ::closedir(d);
+    std::printf("count=%d\n", count);
+    return 0;
+  }
+  if (op == "int80") {
+    long ret = int80Getpid();  // raw: -errno on failure
+    if (ret < 0 && ret > -4096) {
+      errno = static_cast<int>(-ret);
+      return result(-1, "int80 getpid");
+    }
+    return 0;
+  }
+  if (op == "x32") return result(::syscall(0x40000000L | 39L), "x32 getpid");
+  if (op == "env") {
+    const char* v = std::getenv(arg(2));
+    if (!v) return 1;
+    std::printf("%s\n", v);
+    return 0;
+  }
+  return 2;
+}

@@ -1,0 +1,94 @@
+// A sandbox test bed: a fake home with secrets, a workspace, a directory
+// outside it, a policy over them, and helpers that run sandbox_probe under the
+// real `stockade run`. The tree lives under /var/tmp (the sandbox's /tmp is
+// private, so a tree under /tmp would be invisible rather than masked).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/subprocess.h"
+
+namespace stockade::testing {
+
+inline std::string probeBinary() { return STOCKADE_PROBE_PATH; }
+
+inline std::string testBase() {
+  const char* base = std::getenv("STOCKADE_TEST_BASE");
+  return base && *base ? base : "/var/tmp";
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = testBase() + "/stockade-sec-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << "mkdtemp under " << testBase();
+    root_ = std::filesystem::canonical(tmpl).string();
+    ::chmod(root_.c_str(), 0755);
+    home = root_ + "/home";
+    ws = root_ + "/ws";
+    outside = root_ + "/outside";
+    file(home + "/.ssh/id_ed25519", "SECRET-PRIVATE-KEY\n");
+    file(home + "/.ssh/known_hosts", "KNOWN-HOSTS-LINE\n");
+    file(home + "/notes.txt", "HOME-NOTES\n");
+    file(ws + "/README", "WORKSPACE-README\n");
+    file(ws + "/.bashrc", "ORIGINAL-BASHRC\n");
+    file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+    file(ws + "/.git/hooks/pre-commit", "ORIGINAL-HOOK\n");
+    std::filesystem::create_directories(ws + "/.git/objects");
+    std::filesystem::create_directories(ws + "/.git/refs");
+    file(outside + "/target.txt", "OUTSIDE-ORIGINAL\n");
+    policy = {
+        {"filesystem",
+         {{"denyRead", {home + "/.ssh", "/etc/shadow"}},
+          {"allowRead", {home + "/.ssh/known_hosts"}},
+          {"allowWrite", {ws}},
+          {"denyWrite", nlohmann::json::array()}}},
+        {"env", {{"allow", {"PATH", "HOME"}}}},
+    };
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+  static void file(const std::string& path, const std::string& content) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << content;
+  }
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  // `stockade run --policy <current policy> --cwd ws FLAGS --`
+  std::vector<std::string> stockadeArgv(const std::vector<std::string>& flags = {}) {
+    std::string policyPath = root_ + "/policy.json";
+    std::ofstream(policyPath) << policy.dump();
+    std::vector<std::string> argv = {stockadeBinary(), "run", "--policy", policyPath, "--cwd", ws};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    return argv;
+  }
+  // Runs the probe under `stockade run` with the current policy.
+  ProcessResult probe(const std::vector<std::string>& args, const std::vector<std::string>& flags = {}) {
+    auto argv = stockadeArgv(flags);
+    argv.push_back(probeBinary());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProcess(argv);
+  }
+
+  std::string root_;
+  std::string home, ws, outside;
+  nlohmann::json policy;
+};
+
+}  // namespace stockade::testing
