@@ -16,6 +16,7 @@
 
 #include "proxy/proxy.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
@@ -917,11 +918,11 @@ class Session : public std::enable_shared_from_this<Session> {
     doneTimer_.expires_at(Clock::time_point::max());
     auto self = shared_from_this();
     asio::co_spawn(
-        impl_.ioc, pump(self, upstream_, client_, upbuf_, &e.bytesDown),
+        impl_.ioc, splicePump(self, upstream_, client_, upbuf_, &e.bytesDown),
         [self](std::exception_ptr) {
           if (--self->pumpsRunning_ == 0) self->doneTimer_.cancel();
         });
-    co_await pump(self, client_, upstream_, inbuf_, &e.bytesUp);
+    co_await splicePump(self, client_, upstream_, inbuf_, &e.bytesUp);
     if (--pumpsRunning_ > 0) {
       while (pumpsRunning_ > 0) {
         error_code ec;
@@ -932,9 +933,86 @@ class Session : public std::enable_shared_from_this<Session> {
     closeUpstream();
   }
 
-  // One direction of a tunnel. On EOF, everything read has already been
-  // written; the other side is then half-closed. On any error both sockets
-  // are closed, which ends the other direction too.
+  // One direction of a tunnel, moving bytes through a pipe with splice(2) so
+  // they never enter user space. Bytes already in `buf` (read with the
+  // request head) are written first. On EOF the pipe is drained to `to`
+  // before `to` is half-closed; on any error both sockets are closed, which
+  // ends the other direction too. When no pipe can be made (fd limit) the
+  // copying pump below carries the tunnel instead, and says so in the log.
+  static awaitable<void> splicePump(std::shared_ptr<Session> self, tcp::socket& from, tcp::socket& to, Buffer& buf,
+                                    std::uint64_t* counter) {
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+      spdlog::warn("stockade proxy: pipe2() failed ({}); tunnel of sandbox {} copies through user space",
+                   std::strerror(errno), self->listener_->context.sandboxId);
+      co_return co_await pump(self, from, to, buf, counter);
+    }
+    platform::UniqueFd pipeRead(fds[0]), pipeWrite(fds[1]);
+    error_code ec;
+    bool failed = false;
+    if (buf.size() > 0) {
+      if (!co_await self->writeAll(to, buf.view(), ec)) failed = true;
+      *counter += buf.size();
+      buf.consume(buf.size());
+    }
+    from.native_non_blocking(true, ec);
+    if (!ec) to.native_non_blocking(true, ec);
+    if (ec) failed = true;
+    constexpr std::size_t kPipeBytes = 1 << 20;
+    std::size_t inPipe = 0;
+    bool eof = false;
+    while (!failed) {
+      if (!eof && inPipe < kPipeBytes) {
+        ssize_t n = ::splice(from.native_handle(), nullptr, pipeWrite.get(), nullptr, kPipeBytes - inPipe,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          inPipe += static_cast<std::size_t>(n);
+          self->touch();
+        } else if (n == 0) {
+          eof = true;
+        } else if (errno == EINTR) {
+          continue;
+        } else if (errno == EAGAIN) {
+          if (inPipe == 0) {
+            co_await from.async_wait(tcp::socket::wait_read, tok(ec));
+            if (ec) failed = true;
+            continue;
+          }
+        } else {
+          failed = true;
+          break;
+        }
+      }
+      if (inPipe > 0) {
+        ssize_t n = ::splice(pipeRead.get(), nullptr, to.native_handle(), nullptr, inPipe,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          inPipe -= static_cast<std::size_t>(n);
+          *counter += static_cast<std::uint64_t>(n);
+          self->touch();
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else if (n < 0 && errno == EAGAIN) {
+          co_await to.async_wait(tcp::socket::wait_write, tok(ec));
+          if (ec) failed = true;
+        } else {
+          failed = true;
+        }
+        continue;
+      }
+      if (eof) {
+        to.shutdown(tcp::socket::shutdown_send, ec);
+        co_return;
+      }
+    }
+    error_code ignore;
+    from.close(ignore);
+    to.close(ignore);
+  }
+
+  // One direction of a tunnel, copying through `buf`. On EOF, everything
+  // read has already been written; the other side is then half-closed. On
+  // any error both sockets are closed, which ends the other direction too.
   static awaitable<void> pump(std::shared_ptr<Session> self, tcp::socket& from, tcp::socket& to, Buffer& buf,
                               std::uint64_t* counter) {
     error_code ec;

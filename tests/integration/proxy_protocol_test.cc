@@ -2,6 +2,8 @@
 // bodies (Content-Length and chunked), SOCKS5 refusals with their reply codes.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <fstream>
 
 #include "proxy_fixture.h"
@@ -199,3 +201,36 @@ TEST_F(ProxyProtocolTest, ListenerOnIpv6LoopbackServesToo) {
 
 }  // namespace
 }  // namespace stockade::proxy::testing
+
+namespace stockade::proxy {
+namespace {
+
+TEST(ProxyNamesTest, EveryProtocolAndVerdictHasAName) {
+  for (auto p : {Protocol::kHttp, Protocol::kConnect, Protocol::kSocks5, Protocol::kSocks4, Protocol::kUnknown})
+    EXPECT_FALSE(protocolName(p).empty());
+  EXPECT_EQ(protocolName(Protocol::kSocks5), "socks5");
+  for (auto v : {EventVerdict::kAllowed, EventVerdict::kDenied, EventVerdict::kRefused})
+    EXPECT_NE(eventVerdictName(v), "unknown");
+}
+
+TEST(ProxyApiTest, AddListenerRefusesWhatIsNotAListeningTcpSocketOrABadOverride) {
+  Proxy proxy;
+  auto rules = [] { return std::make_shared<const DerivedRules::Network>(); };
+  EXPECT_THROW(proxy.addListener(platform::UniqueFd(), ListenerContext{"s", "r", rules, {}}), std::invalid_argument);
+  platform::UniqueFd unbound(::socket(AF_INET, SOCK_STREAM, 0));
+  EXPECT_THROW(proxy.addListener(std::move(unbound), ListenerContext{"s", "r", rules, {}}), std::invalid_argument);
+  std::uint16_t port = 0;
+  EXPECT_THROW(proxy.addListener(testing::listenLoopback(port), ListenerContext{"s", "r", nullptr, {}}),
+               std::invalid_argument);
+  EXPECT_THROW(proxy.addListener(testing::listenLoopback(port), ListenerContext{"s", "r", rules, {{"a.test", "nope"}}}),
+               std::invalid_argument);
+  EXPECT_THROW(proxy.addListener(testing::listenLoopback(port), ListenerContext{"s", "r", rules, {{"1.2.3.4", "127.0.0.1"}}}),
+               std::invalid_argument);
+  auto ok = proxy.addListener(testing::listenLoopback(port), ListenerContext{"s", "r", rules, {{"A.Test.", "::1"}}});
+  EXPECT_TRUE(ok.active());
+  proxy.shutdown();
+  EXPECT_THROW(proxy.addListener(testing::listenLoopback(port), ListenerContext{"s", "r", rules, {}}), std::logic_error);
+}
+
+}  // namespace
+}  // namespace stockade::proxy
