@@ -2,7 +2,6 @@
 // parse(), never recurses on attacker-controlled depth, names every error.
 #include <nlohmann/json.hpp>
 
-#include <regex>
 #include <set>
 
 #include "policy/domain.h"
@@ -174,9 +173,8 @@ void validate(const Parts& p) {
   };
   domains(p.net.allowedDomains, "network.allowedDomains");
   domains(p.net.deniedDomains, "network.deniedDomains");
-  static const std::regex kEnvName("[A-Za-z_][A-Za-z0-9_]*");
   for (std::size_t i = 0; i < p.env.allow.size(); ++i) {
-    if (!std::regex_match(p.env.allow[i], kEnvName))
+    if (!policy::isEnvName(p.env.allow[i]))
       fail("env.allow[" + std::to_string(i) + "]",
            policy::quote(p.env.allow[i]) + " is not a variable name; names match [A-Za-z_][A-Za-z0-9_]*");
   }

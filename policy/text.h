@@ -10,4 +10,7 @@ namespace stockade::policy {
 // unambiguously: quote("a\"b") == "\"a\\\"b\"".
 std::string quote(std::string_view s);
 
+// True for a shell variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool isEnvName(std::string_view name) noexcept;
+
 }  // namespace stockade::policy

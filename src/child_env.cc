@@ -2,23 +2,14 @@
 
 #include <algorithm>
 
+#include "policy/text.h"
 #include "proxy/environment.h"
 
 namespace stockade {
-namespace {
-
-bool validName(std::string_view name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  });
-}
-
-}  // namespace
 
 std::string overlayNameProblem(std::string_view name) {
   std::string quoted = "\"" + std::string(name) + "\"";
-  if (!validName(name)) return quoted + " is not a variable name; names match [A-Za-z_][A-Za-z0-9_]*";
+  if (!policy::isEnvName(name)) return quoted + " is not a variable name; names match [A-Za-z_][A-Za-z0-9_]*";
   if (name.starts_with("_t")) return quoted + " starts with \"_t\", which the sandbox keeps for itself";
   if (proxy::isProxyVariable(name)) return quoted + " is a proxy variable; stockade sets it and callers cannot override it";
   return {};
