@@ -479,6 +479,13 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string message;  // for the client and the audit log
   };
 
+  // What an HTTP client is told when `t` was refused: a policy denial names
+  // the host, port and rule; other refusals say why.
+  static std::string clientMessage(const Target& t, const ProxyEvent& e, std::uint16_t port) {
+    if (t.httpStatus != 403) return t.message;
+    return "blocked by policy: host \"" + e.host + "\" port " + std::to_string(port) + ": " + t.message;
+  }
+
   awaitable<Target> resolveTarget(std::string_view rawHost, std::uint16_t port, ProxyEvent& e) {
     Target t;
     e.host = printable(rawHost);
@@ -700,9 +707,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ProxyEvent e = event(Protocol::kHttp);
     Target t = co_await resolveTarget(request.host, request.port, e);
     if (!t.ok) {
-      std::string message = t.httpStatus == 403 ? "blocked by policy: host \"" + e.host + "\" port " +
-                                                      std::to_string(request.port) + ": " + t.message
-                                                : t.message;
+      std::string message = clientMessage(t, e, request.port);
       co_await refuseHttp(e, started, t.eventVerdict, t.httpStatus, t.message, message);
       co_return false;
     }
@@ -811,9 +816,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ProxyEvent e = event(Protocol::kConnect);
     Target t = co_await resolveTarget(request.host, request.port, e);
     if (!t.ok) {
-      std::string message = t.httpStatus == 403 ? "blocked by policy: host \"" + e.host + "\" port " +
-                                                      std::to_string(request.port) + ": " + t.message
-                                                : t.message;
+      std::string message = clientMessage(t, e, request.port);
       co_await refuseHttp(e, started, t.eventVerdict, t.httpStatus, t.message, message);
       co_return co_await lingeringClose();
     }

@@ -2,6 +2,8 @@
 // no stdio.
 #include "platform/linux/child_error.h"
 
+#include <cerrno>
+
 namespace stockade::platform {
 
 const char* setupStepName(SetupStep step) noexcept {
@@ -83,6 +85,12 @@ ChildError& ChildError::hex(unsigned long long value) noexcept {
   while (i > 0) out[j++] = digits[--i];
   out[j] = '\0';
   return add(out);
+}
+
+bool ChildError::fail(SetupStep failed) noexcept {
+  step = static_cast<std::int32_t>(failed);
+  error = errno;
+  return false;
 }
 
 }  // namespace stockade::platform

@@ -47,6 +47,9 @@ struct ChildError {
   ChildError& number(long long value) noexcept;
   ChildError& hex(unsigned long long value) noexcept;
   void clear() noexcept;
+  // Records errno as the failure of `failed`; returns false, for
+  // `return error.fail(SetupStep::kMounts);`. Async-signal-safe.
+  bool fail(SetupStep failed) noexcept;
 
  private:
   std::size_t length() const noexcept;

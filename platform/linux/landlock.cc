@@ -27,12 +27,6 @@ std::uint64_t writeRights(int version) noexcept {
 // The subset that applies to a non-directory.
 constexpr std::uint64_t kFileRights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
 
-bool fail(ChildError& error) noexcept {
-  error.step = static_cast<std::int32_t>(SetupStep::kLandlock);
-  error.error = errno;
-  return false;
-}
-
 }  // namespace
 
 int landlockAbi() noexcept {
@@ -55,7 +49,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   if (ruleset < 0) {
     error.add("landlock_create_ruleset(fs=").hex(attr.handledAccessFs).add(", net=")
         .hex(attr.handledAccessNet).add(", scoped=").hex(attr.scoped).add(")");
-    return fail(error);
+    return error.fail(SetupStep::kLandlock);
   }
   bool ok = true;
   for (const auto& path : plan.writable) {
@@ -63,7 +57,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
     if (fd < 0) {
       if (errno == ENOENT) continue;
       error.add("open(").quoted(path.c_str()).add(", O_PATH)");
-      ok = fail(error);
+      ok = error.fail(SetupStep::kLandlock);
       break;
     }
     struct stat st;
@@ -77,7 +71,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
       errno = saved;
       error.add("landlock_add_rule(PATH_BENEATH, ").quoted(path.c_str()).add(", ")
           .hex(rule.allowedAccess).add(")");
-      ok = fail(error);
+      ok = error.fail(SetupStep::kLandlock);
       break;
     }
   }
@@ -85,12 +79,12 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
     abi::LandlockNetPortAttr rule{LANDLOCK_ACCESS_NET_CONNECT_TCP, *plan.connectPort};
     if (abi::landlockAddRule(ruleset, LANDLOCK_RULE_NET_PORT, &rule) != 0) {
       error.add("landlock_add_rule(NET_PORT, CONNECT_TCP, port=").number(*plan.connectPort).add(")");
-      ok = fail(error);
+      ok = error.fail(SetupStep::kLandlock);
     }
   }
   if (ok && abi::landlockRestrictSelf(ruleset) != 0) {
     error.add("landlock_restrict_self()");
-    ok = fail(error);
+    ok = error.fail(SetupStep::kLandlock);
   }
   ::close(ruleset);
   return ok;

@@ -38,12 +38,6 @@ bool builtInternally(const std::string& path) {
 
 // --- child side: everything below is async-signal-safe -------------------
 
-bool fail(ChildError& error) noexcept {
-  error.step = static_cast<std::int32_t>(SetupStep::kMounts);
-  error.error = errno;
-  return false;
-}
-
 // "/proc/self/fd/<fd>" into `out`.
 void fdPath(int fd, char (&out)[40]) noexcept {
   ChildError scratch;
@@ -134,7 +128,7 @@ bool setAttr(int fd, const char* what, std::uint64_t attrs, bool recursive, Chil
   if (abi::mountSetattr(fd, "", flags, &attr) != 0) {
     error.add("mount_setattr(").quoted(what).add(", ").add(recursive ? "AT_RECURSIVE, " : "")
         .add("set=").hex(attrs).add(")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   return true;
 }
@@ -147,13 +141,13 @@ int cloneHostTree(const char* path, std::uint64_t attrs, ChildError& error) noex
   if (src.fd < 0) {
     if (errno == ENOENT) return -1;
     error.add("openat2(").quoted(path).add(", O_PATH, RESOLVE_NO_SYMLINKS)");
-    fail(error);
+    error.fail(SetupStep::kMounts);
     return -1;
   }
   int tree = abi::openTree(src.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
   if (tree < 0) {
     error.add("open_tree(").quoted(path).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
-    fail(error);
+    error.fail(SetupStep::kMounts);
     return -1;
   }
   if (!setAttr(tree, path, attrs, true, error)) {
@@ -167,7 +161,7 @@ int cloneHostTree(const char* path, std::uint64_t attrs, ChildError& error) noex
 bool attach(int tree, int targetFd, const char* path, ChildError& error) noexcept {
   if (abi::moveMount(tree, "", targetFd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
     error.add("move_mount(tree, ").quoted(path).add(")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   return true;
 }
@@ -180,7 +174,7 @@ bool mountAt(const char* source, int targetFd, const char* shownTarget, const ch
     error.add("mount(").quoted(source).add(", ").quoted(shownTarget).add(", ")
         .quoted(fstype ? fstype : "").add(", ").hex(flags).add(", ").quoted(data ? data : "")
         .add(")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   return true;
 }
@@ -194,13 +188,13 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
   Fd dev(resolve(rootFd, "/dev"));
   if (dev.fd < 0) {
     error.add("openat2(newroot, \"/dev\")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   if (!mountAt("tmpfs", dev.fd, "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755", error)) return false;
   Fd top(resolve(rootFd, "/dev"));  // the fresh tmpfs
   if (top.fd < 0) {
     error.add("openat2(newroot, \"/dev\") after mount");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   static const char* const kNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   for (const char* node : kNodes) {
@@ -209,16 +203,16 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
     char shown[32];
     std::memcpy(shown, hostPath, sizeof(shown));
     Fd placeholder(ensure(rootFd, hostPath, false, error));  // inside the private /dev tmpfs
-    if (placeholder.fd < 0) return fail(error);
+    if (placeholder.fd < 0) return error.fail(SetupStep::kMounts);
     if (!mountAt(hostPath, placeholder.fd, shown, nullptr, MS_BIND, nullptr, error)) return false;
   }
   Fd pts(ensure(rootFd, "/dev/pts", true, error));
-  if (pts.fd < 0) return fail(error);
+  if (pts.fd < 0) return error.fail(SetupStep::kMounts);
   if (!mountAt("devpts", pts.fd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
                "newinstance,ptmxmode=0666,mode=0620", error))
     return false;
   Fd shm(ensure(rootFd, "/dev/shm", true, error));
-  if (shm.fd < 0) return fail(error);
+  if (shm.fd < 0) return error.fail(SetupStep::kMounts);
   if (!mountAt("tmpfs", shm.fd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", error)) return false;
   static const char* const kLinks[][2] = {{"pts/ptmx", "ptmx"},        {"/proc/self/fd", "fd"},
                                           {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
@@ -235,7 +229,7 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
       std::strcat(full, link[1]);
       if (::symlink(link[0], full) != 0) {
         error.add("symlink(").quoted(link[0]).add(", ").quoted("/dev/").add(link[1]).add(")");
-        return fail(error);
+        return error.fail(SetupStep::kMounts);
       }
     }
   }
@@ -309,14 +303,14 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 1. Nothing we mount may propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     error.add("mount(NULL, \"/\", NULL, MS_REC|MS_PRIVATE)");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   // 2. Detached copies of the host trees, taken before the staging tmpfs can
   //    hide anything under /tmp.
   Fd root(abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
   if (root.fd < 0) {
     error.add("open_tree(\"/\", OPEN_TREE_CLONE|AT_RECURSIVE)");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   if (!setAttr(root.fd, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error))
     return false;
@@ -335,39 +329,39 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 3. The staging tmpfs, private to this mount namespace.
   if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") != 0) {
     error.add("mount(\"tmpfs\", \"/tmp\", \"tmpfs\", MS_NOSUID|MS_NODEV, \"mode=0700\")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   if (::mkdir(kNewRoot, 0755) != 0) {
     error.add("mkdir(\"/tmp/root\", 0755)");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   {
     Fd empty(::open(kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
     if (empty.fd < 0) {
       error.add("open(\"/tmp/empty\", O_CREAT|O_EXCL, 0444)");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
   }
   if (abi::moveMount(root.fd, "", AT_FDCWD, kNewRoot, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     error.add("move_mount(tree of \"/\", \"/tmp/root\")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   Fd newRoot(::open(kNewRoot, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (newRoot.fd < 0) {
     error.add("open(\"/tmp/root\", O_PATH|O_DIRECTORY)");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   const int rootFd = newRoot.fd;
 
   // 4. Private /tmp, fresh /proc, minimal /dev.
   {
     Fd tmp(ensure(rootFd, "/tmp", true, error));
-    if (tmp.fd < 0) return fail(error);
+    if (tmp.fd < 0) return error.fail(SetupStep::kMounts);
     if (!mountAt("tmpfs", tmp.fd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", error)) return false;
     Fd proc(resolve(rootFd, "/proc"));
     if (proc.fd < 0) {
       error.add("openat2(newroot, \"/proc\")");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
     if (!mountAt("proc", proc.fd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error))
       return false;
@@ -380,48 +374,39 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     Fd tree(*slot++);
     if (tree.fd < 0) continue;  // does not exist on the host
     Fd target(ensure(rootFd, p.c_str(), isDir(tree.fd), error));
-    if (target.fd < 0) return fail(error);
+    if (target.fd < 0) return error.fail(SetupStep::kMounts);
     if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
   }
   // 6. Pin the ancestors of write denies (outermost first), then make the
   //    denies read-only at every depth.
-  for (const auto& p : plan.pinned) {
+  // Mounts a clone of the tree at `p` onto itself, with `attrs` added (0: as
+  // it is). A mount point cannot be renamed away, which is what pins it.
+  auto rebind = [&](const std::string& p, std::uint64_t attrs) -> bool {
     Fd target(resolve(rootFd, p.c_str()));
     if (target.fd < 0) {
-      if (errno == ENOENT) continue;
+      if (errno == ENOENT) return true;  // not visible in the sandbox: nothing to write to
       error.add("openat2(newroot, ").quoted(p.c_str()).add(", RESOLVE_NO_SYMLINKS)");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
     Fd tree(abi::openTree(target.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
     if (tree.fd < 0) {
       error.add("open_tree(").quoted(p.c_str()).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
-    if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
-  }
-  for (const auto& p : plan.readOnly) {
-    Fd target(resolve(rootFd, p.c_str()));
-    if (target.fd < 0) {
-      if (errno == ENOENT) continue;  // not visible in the sandbox: nothing to write to
-      error.add("openat2(newroot, ").quoted(p.c_str()).add(", RESOLVE_NO_SYMLINKS)");
-      return fail(error);
-    }
-    Fd tree(abi::openTree(target.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
-    if (tree.fd < 0) {
-      error.add("open_tree(").quoted(p.c_str()).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
-      return fail(error);
-    }
-    if (!setAttr(tree.fd, p.c_str(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error))
-      return false;
-    if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
-  }
+    if (attrs != 0 && !setAttr(tree.fd, p.c_str(), attrs, true, error)) return false;
+    return attach(tree.fd, target.fd, p.c_str(), error);
+  };
+  for (const auto& p : plan.pinned)
+    if (!rebind(p, 0)) return false;
+  for (const auto& p : plan.readOnly)
+    if (!rebind(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) return false;
   // 7. Read masks, then carve-outs, then masks inside carve-outs.
   auto mask = [&](const char* p, bool keepWritable) -> bool {
     Fd target(resolve(rootFd, p));
     if (target.fd < 0) {
       if (errno == ENOENT) return true;  // nothing to hide
       error.add("openat2(newroot, ").quoted(p).add(", RESOLVE_NO_SYMLINKS)");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
     if (isDir(target.fd)) {
       unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (keepWritable ? 0 : MS_RDONLY);
@@ -430,7 +415,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     Fd empty(abi::openTree(AT_FDCWD, kEmptyFile, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
     if (empty.fd < 0) {
       error.add("open_tree(\"/tmp/empty\", OPEN_TREE_CLONE)");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
     if (!setAttr(empty.fd, p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                  false, error))
@@ -443,7 +428,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     Fd tree(*slot++);
     if (tree.fd < 0) continue;
     Fd target(ensure(rootFd, p.c_str(), isDir(tree.fd), error));
-    if (target.fd < 0) return fail(error);
+    if (target.fd < 0) return error.fail(SetupStep::kMounts);
     if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
   }
   for (const auto& m : plan.masks) {
@@ -452,7 +437,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     if (top.fd < 0) {
       if (errno == ENOENT) continue;
       error.add("openat2(newroot, ").quoted(m.path.c_str()).add(")");
-      return fail(error);
+      return error.fail(SetupStep::kMounts);
     }
     if (!setAttr(top.fd, m.path.c_str(), MOUNT_ATTR_RDONLY, false, error)) return false;
   }
@@ -462,19 +447,19 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 8. Pivot into the new root and drop the host tree.
   if (::fchdir(rootFd) != 0) {
     error.add("fchdir(\"/tmp/root\")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   if (abi::pivotRoot(".", ".") != 0) {
     error.add("pivot_root(\".\", \".\")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   if (::umount2(".", MNT_DETACH) != 0) {
     error.add("umount2(old root, MNT_DETACH)");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   if (::chdir("/") != 0) {
     error.add("chdir(\"/\")");
-    return fail(error);
+    return error.fail(SetupStep::kMounts);
   }
   return true;
 }

@@ -15,18 +15,12 @@
 namespace stockade::platform {
 namespace {
 
-bool fail(SetupStep step, ChildError& error) noexcept {
-  error.step = static_cast<std::int32_t>(step);
-  error.error = errno;
-  return false;
-}
-
 int listenOn(int family, std::uint16_t port, ChildError& error) noexcept {
   int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const char* shown = family == AF_INET ? "127.0.0.1" : "[::1]";
   if (fd < 0) {
     error.add("socket(").add(family == AF_INET ? "AF_INET" : "AF_INET6").add(", SOCK_STREAM)");
-    fail(SetupStep::kProxyListeners, error);
+    error.fail(SetupStep::kProxyListeners);
     return -1;
   }
   int rc;
@@ -47,13 +41,13 @@ int listenOn(int family, std::uint16_t port, ChildError& error) noexcept {
   }
   if (rc != 0) {
     error.add("bind(").add(shown).add(":").number(port).add(")");
-    fail(SetupStep::kProxyListeners, error);
+    error.fail(SetupStep::kProxyListeners);
     ::close(fd);
     return -1;
   }
   if (::listen(fd, 128) != 0) {
     error.add("listen(").add(shown).add(":").number(port).add(", 128)");
-    fail(SetupStep::kProxyListeners, error);
+    error.fail(SetupStep::kProxyListeners);
     ::close(fd);
     return -1;
   }
@@ -66,19 +60,19 @@ bool bringUpLoopback(ChildError& error) noexcept {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error.add("socket(AF_INET, SOCK_DGRAM)");
-    return fail(SetupStep::kLoopback, error);
+    return error.fail(SetupStep::kLoopback);
   }
   ifreq req = {};
   std::strcpy(req.ifr_name, "lo");
   bool ok = true;
   if (::ioctl(fd, SIOCGIFFLAGS, &req) != 0) {
     error.add("ioctl(\"lo\", SIOCGIFFLAGS)");
-    ok = fail(SetupStep::kLoopback, error);
+    ok = error.fail(SetupStep::kLoopback);
   } else {
     req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
     if (::ioctl(fd, SIOCSIFFLAGS, &req) != 0) {
       error.add("ioctl(\"lo\", SIOCSIFFLAGS, IFF_UP)");
-      ok = fail(SetupStep::kLoopback, error);
+      ok = error.fail(SetupStep::kLoopback);
     }
   }
   ::close(fd);
@@ -109,7 +103,7 @@ bool sendProxyListeners(int channel, std::uint16_t port, ChildError& error) noex
   bool ok = true;
   if (::sendmsg(channel, &msg, MSG_NOSIGNAL) != 1) {
     error.add("sendmsg(channel, SCM_RIGHTS, 2 listeners)");
-    ok = fail(SetupStep::kProxyListeners, error);
+    ok = error.fail(SetupStep::kProxyListeners);
   }
   ::close(fds[0]);
   ::close(fds[1]);
