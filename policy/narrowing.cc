@@ -126,6 +126,36 @@ std::optional<Widening> limitsAxis(const DerivedRules& base, const DerivedRules&
 
 }  // namespace
 
+DerivedRules::Network intersectNetworks(const DerivedRules::Network& a, const DerivedRules::Network& b) {
+  DerivedRules::Network out;
+  auto keepInside = [&out](const std::vector<DomainRule>& from, const std::vector<DomainRule>& outer) {
+    for (const auto& r : from) {
+      if (std::any_of(outer.begin(), outer.end(), [&](const DomainRule& o) { return r.within(o); }))
+        out.allowedDomains.push_back(r);
+    }
+  };
+  keepInside(a.allowedDomains, b.allowedDomains);
+  keepInside(b.allowedDomains, a.allowedDomains);
+  out.deniedDomains = a.deniedDomains;
+  out.deniedDomains.insert(out.deniedDomains.end(), b.deniedDomains.begin(), b.deniedDomains.end());
+  for (const auto* list : {&a.allowUnixSockets, &b.allowUnixSockets}) {
+    const auto& other = list == &a.allowUnixSockets ? b.allowUnixSockets : a.allowUnixSockets;
+    for (const auto& p : *list) {
+      if (std::any_of(other.begin(), other.end(), [&](const std::string& o) { return policy::isWithin(p, o); }))
+        out.allowUnixSockets.push_back(p);
+    }
+  }
+  for (auto* v : {&out.allowedDomains, &out.deniedDomains}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  std::sort(out.allowUnixSockets.begin(), out.allowUnixSockets.end());
+  out.allowUnixSockets.erase(std::unique(out.allowUnixSockets.begin(), out.allowUnixSockets.end()),
+                             out.allowUnixSockets.end());
+  out.allowLocalBinding = a.allowLocalBinding && b.allowLocalBinding;
+  return out;
+}
+
 std::optional<Widening> narrowing(const DerivedRules& base, const DerivedRules& candidate, RuleAxis axes) {
   using Check = std::optional<Widening> (*)(const DerivedRules&, const DerivedRules&);
   static constexpr std::pair<RuleAxis, Check> kChecks[] = {{RuleAxis::kRead, readAxis},

@@ -41,7 +41,26 @@ DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx
   return std::get<DerivedRules>(std::move(derived));
 }
 
-void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) {
+namespace {
+thread_local bool tInAuditSink = false;
+
+std::shared_ptr<spdlog::logger> stockadeLogger() {
+  static std::shared_ptr<spdlog::logger> logger = [] {
+    auto l = spdlog::get("stockade");
+    return l ? l : spdlog::stderr_color_mt("stockade");
+  }();
+  return logger;
+}
+}  // namespace
+
+void refuseFromAuditSink(std::string_view what) {
+  if (tInAuditSink)
+    throw std::logic_error(std::string(what) +
+                           " called from an audit sink; sinks run on threads the manager waits for, so they must "
+                           "only record events (hand work to another thread)");
+}
+
+void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) noexcept try {
   nlohmann::json j = fields.is_object() ? std::move(fields) : nlohmann::json::object();
   auto now = std::chrono::system_clock::now();
   j["time"] = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() / 1e6;
@@ -53,15 +72,21 @@ void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) {
     std::lock_guard lock(auditMu);
     sink = audit;
   }
-  if (sink) {
-    sink(line);
+  if (!sink) {
+    stockadeLogger()->info("audit {}", line);
     return;
   }
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = spdlog::get("stockade");
-    return l ? l : spdlog::stderr_color_mt("stockade");
-  }();
-  logger->info("audit {}", line);
+  tInAuditSink = true;
+  try {
+    sink(line);
+  } catch (const std::exception& e) {
+    stockadeLogger()->error("audit sink threw ({}) on {}", e.what(), line);
+  } catch (...) {
+    stockadeLogger()->error("audit sink threw on {}", line);
+  }
+  tInAuditSink = false;
+} catch (...) {
+  // Building the event failed (allocation): nothing more can be said safely.
 }
 
 // Shrinks the live policy; the caller holds `mu` and has checked narrowing.
@@ -82,22 +107,28 @@ void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate) {
 
 // Kills every in-flight child and waits until each has settled. Returns with
 // the sandbox uninitialised. Safe to call when nothing is live.
-void disposeAll(const std::shared_ptr<ManagerState>& s) {
+void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint64_t> generation) {
+  refuseFromAuditSink("dispose()");
+  // Exclusive: waits for spawns in flight to register, and keeps
+  // createSandbox() and a second dispose() out until this one is complete.
+  std::unique_lock gate(s->gate);
   std::shared_ptr<proxy::Proxy> proxy;
+  std::vector<std::string> errors;
   {
     std::unique_lock lock(s->mu);
-    if (!s->initialized && s->runs.empty()) return;
+    if (generation && *generation != s->generation) return;  // a later sandbox is not the caller's
+    if (!s->initialized && s->runs.empty()) return;          // already down
     s->initialized = false;  // new work is refused from here on
-    for (auto& [id, run] : s->runs) {
-      if (auto err = platform::signalChild(run->child.pidfd, SIGKILL))
-        s->logError("dispose: " + *err);
-    }
-    s->settled.wait(lock, [&] { return s->runs.empty(); });
     s->livePolicy.reset();
     s->baseline.reset();
-    s->liveNetwork.store(nullptr);
+    s->liveNetwork.store(nullptr);  // running children's proxies deny everything from now on
     proxy = std::move(s->proxy);
+    for (auto& [id, run] : s->runs) {
+      if (auto err = platform::signalChild(run->child.pidfd, SIGKILL)) errors.push_back("dispose: " + *err);
+    }
+    s->settled.wait(lock, [&] { return s->runs.empty(); });
   }
+  for (const auto& e : errors) s->logError(e);
   proxy.reset();  // joins the proxy's io thread (unless a starting run still holds it), outside the lock
   s->writeAudit("dispose");
 }
@@ -128,7 +159,9 @@ void SandboxManager::setAuditSink(std::function<void(const std::string&)> sink) 
 }
 
 SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
+  detail::refuseFromAuditSink("createSandbox()");
   auto& s = *state_;
+  std::unique_lock gate(s.gate);
   std::unique_lock lock(s.mu);
   if (!s.initialized) {
     DeriveContext ctx = currentContext();
@@ -169,7 +202,7 @@ SandboxHandle SandboxManager::adopt() {
   return SandboxHandle(state_, Epoch(state_->generation, ++state_->nextSerial), /*adopted=*/true);
 }
 
-void SandboxManager::resetForTesting() { detail::disposeAll(state_); }
+void SandboxManager::resetForTesting() { detail::disposeAll(state_, std::nullopt); }
 
 bool SandboxHandle::isEpochLive(const Epoch& epoch) const noexcept {
   if (!state_) return false;
@@ -197,7 +230,9 @@ DerivedRules SandboxHandle::effectivePolicy() const {
 }
 
 void SandboxHandle::narrow(const SandboxPolicy& policy) {
+  detail::refuseFromAuditSink("narrow()");
   auto& s = *state_;
+  std::unique_lock gate(s.gate);
   std::unique_lock lock(s.mu);
   requireLive("narrow()");
   DerivedRules candidate = deriveOrThrow(policy, s.context, ErrorCode::kInvalidPolicy, "narrow()");
@@ -217,11 +252,8 @@ bool SandboxHandle::dispose() {
                         {"reason", "dispose() on an adopted handle is a no-op: the sandbox belongs to its creator"}});
     return false;
   }
-  {
-    std::lock_guard lock(state_->mu);
-    if (!state_->initialized || epoch_.generation_ != state_->generation) return true;  // already disposed
-  }
-  detail::disposeAll(state_);
+  // Returns once everything is down, also when another dispose() started it.
+  detail::disposeAll(state_, epoch_.generation_);
   return true;
 }
 

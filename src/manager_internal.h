@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <shared_mutex>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -34,6 +35,15 @@ struct RunShared {
 };
 
 struct ManagerState {
+  // Lock order: gate, then mu. Never call into the proxy (it waits for its io
+  // thread) or a user's audit sink with `mu` held.
+  //
+  // `gate` is held shared by run() from its snapshot of the live rules until
+  // the child is registered, and exclusively by createSandbox(), narrow() and
+  // dispose(): a child is never spawned under rules older than the last
+  // narrow() that returned, and dispose() sees (and kills) every child that
+  // started before it.
+  std::shared_mutex gate;
   mutable std::mutex mu;
   std::condition_variable settled;  // notified when a run leaves `runs`
 
@@ -56,9 +66,9 @@ struct ManagerState {
   std::mutex auditMu;
   std::function<void(const std::string&)> audit;
 
-  // Never call with `mu` held by a sink that may call back into the manager.
-  // `fields` is a JSON object merged into the event.
-  void writeAudit(const std::string& event, nlohmann::json fields = nlohmann::json::object());
+  // `fields` is a JSON object merged into the event. Never throws: a sink
+  // that throws is reported through spdlog. Call without `mu` held.
+  void writeAudit(const std::string& event, nlohmann::json fields = nlohmann::json::object()) noexcept;
   void logError(const std::string& message);
 };
 
@@ -66,6 +76,11 @@ std::string randomId(std::string_view prefix);
 DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx, ErrorCode code, std::string_view what);
 void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules);
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate);
-void disposeAll(const std::shared_ptr<ManagerState>& s);
+// Disposes the sandbox of `generation` (any, when nullopt): kills every
+// in-flight child and waits until each has settled.
+void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint64_t> generation);
+// Throws std::logic_error when called from inside an audit sink: the sink runs
+// on threads that run() and dispose() wait for.
+void refuseFromAuditSink(std::string_view what);
 
 }  // namespace stockade::detail

@@ -139,15 +139,17 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
 
 Run SandboxHandle::run(RunOptions o) {
   validate(o);
+  detail::refuseFromAuditSink("run()");
   auto& s = *state_;
 
-  // A consistent snapshot of the live sandbox; derivation runs unlocked.
+  // Shared until the child is registered: narrow() and dispose() wait for it.
+  std::shared_lock gate(s.gate);
   std::unique_lock lock(s.mu);
   requireLive("run()");
   const SandboxPolicy livePolicy = *s.livePolicy;
   const policy::DriftBaseline baseline = *s.baseline;
   const DeriveContext ctx = s.context;
-  const std::uint64_t generation = s.generation;
+  const std::string sandboxId = s.sandboxId;
   lock.unlock();
 
   // Drift: re-derive from the live sources and compare with what was admitted.
@@ -178,6 +180,7 @@ Run SandboxHandle::run(RunOptions o) {
       throw SandboxError(ErrorCode::kPolicyConflict, "run(): per-call policy " + call.fingerprint() +
                                                          " widens the session's " + rules.fingerprint() + ": " +
                                                          w->message);
+    detail::checkNarrowable(rules, call);
     rules = std::move(call);
   }
 
@@ -199,80 +202,80 @@ Run SandboxHandle::run(RunOptions o) {
   }
   auto shared = std::make_shared<RunShared>();
   shared->child = std::get<platform::Child>(std::move(spawned));
-  shared->runId = detail::randomId("run");
   shared->correlationId = o.correlationId;
-  auto state = std::make_unique<Run::State>();
-  state->out = std::move(shared->child.stdoutPipe);
-  state->err = std::move(shared->child.stderrPipe);
-  state->in = std::move(shared->child.stdinPipe);
-  state->runId = shared->runId;
-  std::vector<platform::UniqueFd> listenerFds = std::move(shared->child.proxyListeners);
-  Run result(std::move(state));
-  result.completed = shared->promise.get_future().share();
 
-  // Kills and reaps a child that never made it into the registry.
-  auto abandon = [&shared] {
+  // From here until the waiter owns the child, any failure kills and reaps
+  // it: a child is never left running without someone to settle `completed`.
+  bool registered = false;
+  try {
+    shared->runId = detail::randomId("run");
+    auto state = std::make_unique<Run::State>();
+    state->out = std::move(shared->child.stdoutPipe);
+    state->err = std::move(shared->child.stderrPipe);
+    state->in = std::move(shared->child.stdinPipe);
+    state->runId = shared->runId;
+    Run result(std::move(state));
+    result.completed = shared->promise.get_future().share();
+
+    if (network) {
+      std::shared_ptr<proxy::Proxy> egress;
+      lock.lock();
+      if (!s.proxy) {
+        s.proxy = std::make_shared<proxy::Proxy>();
+        std::weak_ptr<ManagerState> weakState = state_;
+        s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
+          if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
+        });
+      }
+      egress = s.proxy;
+      lock.unlock();
+      // Every request reads the session's live rules; a child with its own
+      // (per-call) rules gets what both allow, so later narrowing reaches it too.
+      std::weak_ptr<ManagerState> weak = state_;
+      proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
+        auto st = weak.lock();
+        auto live = st ? st->liveNetwork.load() : nullptr;  // null after dispose: everything denied
+        if (!live || !ownNetwork) return live;
+        return std::make_shared<const DerivedRules::Network>(intersectNetworks(*live, *ownNetwork));
+      };
+      // addListener() waits for the proxy's io thread, so `mu` is not held.
+      for (auto& fd : shared->child.proxyListeners)
+        shared->listeners.push_back(
+            egress->addListener(std::move(fd), proxy::ListenerContext{sandboxId, shared->runId, provider, o.resolve}));
+    }
+    if (o.stop.stop_possible()) {
+      RunShared* raw = shared.get();  // the callback is destroyed (by the waiter) before `shared`
+      shared->onStop = std::make_unique<std::stop_callback<std::function<void()>>>(
+          o.stop, std::function<void()>([raw] { platform::signalChild(raw->child.pidfd, SIGKILL); }));
+    }
+
+    lock.lock();
+    if (!s.initialized) {  // cannot happen while `gate` is held; kept as the invariant's check
+      lock.unlock();
+      throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
+    }
+    s.runs.emplace(shared->runId, shared);
+    registered = true;
+    lock.unlock();
+    startWaiter(state_, shared);  // from here the waiter settles `completed` and leaves `runs`
+    registered = false;
+    s.writeAudit("spawn", {{"runId", shared->runId}, {"correlationId", o.correlationId},
+                           {"fingerprint", rules.fingerprint()}, {"pid", shared->child.pid}});
+    return result;
+  } catch (...) {
+    if (lock.owns_lock()) lock.unlock();
+    shared->onStop.reset();
     shared->listeners.clear();
     platform::signalChild(shared->child.pidfd, SIGKILL);
     (void)platform::waitExit(shared->child);
-  };
-  std::shared_ptr<proxy::Proxy> egress;
-  std::string sandboxId;
-  lock.lock();
-  if (!s.initialized || s.generation != generation) {
-    lock.unlock();
-    abandon();
-    throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
-  }
-  if (network) {
-    if (!s.proxy) {
-      s.proxy = std::make_shared<proxy::Proxy>();
-      std::weak_ptr<ManagerState> weakState = state_;
-      s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
-        if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
-      });
+    if (registered) {
+      lock.lock();
+      s.runs.erase(shared->runId);
+      lock.unlock();
+      s.settled.notify_all();
     }
-    egress = s.proxy;
+    throw;
   }
-  sandboxId = s.sandboxId;
-  lock.unlock();
-
-  // addListener() waits for the proxy's io thread, so the lock is not held.
-  if (egress) {
-    std::weak_ptr<ManagerState> weak = state_;
-    proxy::RulesProvider provider = [weak, ownNetwork]() -> std::shared_ptr<const DerivedRules::Network> {
-      if (ownNetwork) return ownNetwork;
-      auto st = weak.lock();
-      return st ? st->liveNetwork.load() : nullptr;  // null after dispose: everything denied
-    };
-    try {
-      for (auto& fd : listenerFds)
-        shared->listeners.push_back(
-            egress->addListener(std::move(fd), proxy::ListenerContext{sandboxId, shared->runId, provider, o.resolve}));
-    } catch (const std::exception& e) {
-      abandon();
-      throw SandboxError(ErrorCode::kSpawnFailed, std::string("run(): wiring the proxy failed: ") + e.what());
-    }
-  }
-
-  lock.lock();
-  if (!s.initialized || s.generation != generation) {
-    lock.unlock();
-    abandon();
-    throw SandboxError(ErrorCode::kNotInitialized, "run(): the sandbox was disposed while the child was starting");
-  }
-  s.runs.emplace(shared->runId, shared);
-  lock.unlock();
-
-  s.writeAudit("spawn", {{"runId", shared->runId}, {"correlationId", o.correlationId},
-                         {"fingerprint", rules.fingerprint()}, {"pid", shared->child.pid}});
-  if (o.stop.stop_possible()) {
-    RunShared* raw = shared.get();  // the callback is destroyed (by the waiter) before `shared`
-    shared->onStop = std::make_unique<std::stop_callback<std::function<void()>>>(
-        o.stop, std::function<void()>([raw] { platform::signalChild(raw->child.pidfd, SIGKILL); }));
-  }
-  startWaiter(state_, shared);
-  return result;
 }
 
 }  // namespace stockade

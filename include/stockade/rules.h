@@ -115,6 +115,13 @@ constexpr RuleAxis operator|(RuleAxis a, RuleAxis b) {
 std::optional<Widening> narrowing(const DerivedRules& base, const DerivedRules& candidate,
                                   RuleAxis axes = RuleAxis::kAll);
 
+// Network rules that allow only what both `a` and `b` allow (a conservative
+// intersection: every allowed entry of one that lies inside an allowed entry
+// of the other; the denies of both; local binding only if both allow it).
+// Used for a child whose own per-call network rules must also follow every
+// later narrowing of the session's.
+DerivedRules::Network intersectNetworks(const DerivedRules::Network& a, const DerivedRules::Network& b);
+
 // Per-axis added/removed entries from a to b, and whether b widens a.
 struct RulesDiff {
   struct Axis {

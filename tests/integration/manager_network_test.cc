@@ -78,6 +78,19 @@ TEST_F(ManagerNetworkTest, PerCallNetworkNarrowingIsHonouredForThatChildAlone) {
   EXPECT_EQ(b.collect().out, "200") << "the session's other children keep the session's rules";
 }
 
+TEST_F(ManagerNetworkTest, APerCallNarrowedChildStillFollowsLaterSessionNarrowing) {
+  SandboxHandle h = SandboxManager::instance().createSandbox(policy(R"(["origin.test","other.test"])"));
+  RunOptions o = curl(get("origin.test") + "; read go; " + get("origin.test"));
+  o.policy = policy(R"(["origin.test"])");  // strictly narrower: the child's own rules
+  stockade::Run r = h.run(std::move(o));
+  std::string first(3, '\0');
+  ASSERT_EQ(::read(r.stdoutFd(), first.data(), 3), 3);
+  EXPECT_EQ(first, "200");
+  h.narrow(policy(R"(["other.test"])"));  // the session drops origin.test
+  ASSERT_EQ(::write(r.stdinFd(), "go\n", 3), 3);
+  EXPECT_EQ(r.collect().out, "403") << "a child's own rules never outlast a narrowing of the session";
+}
+
 TEST_F(ManagerNetworkTest, ProxyVariablesAreSetAndNoProxyIsEmpty) {
   SandboxHandle h = SandboxManager::instance().createSandbox(policy(R"(["origin.test"])"));
   auto out = h.run(curl("echo \"$HTTP_PROXY|$https_proxy|$ALL_PROXY|${NO_PROXY-unset}|${no_proxy-unset}\"")).collect();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -275,6 +276,66 @@ TEST_F(ManagerTest, CallerBugsThrowInvalidArgument) {
   RunOptions badResolve{.argv = {"/bin/true"}, .correlationId = "c", .cwd = work_};
   badResolve.resolve = {{"origin.test", "not-an-address"}};
   EXPECT_THROW(h.run(std::move(badResolve)), std::invalid_argument);
+}
+
+TEST_F(ManagerTest, CreateSandboxDuringADisposeWaitsForItAndGetsAWorkingSandbox) {
+  // A slow sink keeps dispose() waiting for the child's exit event.
+  SandboxManager::instance().setAuditSink([](const std::string& line) {
+    if (line.find("\"event\":\"exit\"") != std::string::npos) std::this_thread::sleep_for(300ms);
+  });
+  SandboxHandle h = create(policy());
+  stockade::Run r = h.run({.argv = {"/bin/sleep", "100"}, .correlationId = "c", .cwd = work_});
+  std::thread disposer([&] { h.dispose(); });
+  while (SandboxManager::instance().initialized()) std::this_thread::yield();
+  SandboxHandle next = create(policy());  // waits for the dispose in progress
+  EXPECT_EQ(r.completed.wait_for(0ms), std::future_status::ready) << "the old sandbox was fully down first";
+  disposer.join();
+  EXPECT_TRUE(next.isEpochLive(next.epoch()));
+  EXPECT_EQ(runSh(next, "echo alive").out, "alive\n");
+  EXPECT_EQ(next.effectivePolicy().fingerprint(), std::get<DerivedRules>(derive(policy(), currentContext())).fingerprint());
+}
+
+TEST_F(ManagerTest, ASecondConcurrentDisposeReturnsOnlyWhenEverythingIsDown) {
+  SandboxManager::instance().setAuditSink([](const std::string& line) {
+    if (line.find("\"event\":\"exit\"") != std::string::npos) std::this_thread::sleep_for(300ms);
+  });
+  SandboxHandle h = create(policy());
+  stockade::Run r = h.run({.argv = {"/bin/sleep", "100"}, .correlationId = "c", .cwd = work_});
+  std::thread first([&] { h.dispose(); });
+  while (SandboxManager::instance().initialized()) std::this_thread::yield();
+  EXPECT_TRUE(h.dispose());
+  EXPECT_EQ(r.completed.wait_for(0ms), std::future_status::ready);
+  first.join();
+}
+
+TEST_F(ManagerTest, AThrowingAuditSinkNeitherLeaksChildrenNorBlocksDispose) {
+  SandboxManager::instance().setAuditSink([](const std::string&) { throw std::runtime_error("sink full"); });
+  SandboxHandle h = create(policy());
+  stockade::Run r = h.run({.argv = {"/bin/sleep", "100"}, .correlationId = "c", .cwd = work_});
+  auto done = std::async(std::launch::async, [&] { h.dispose(); });
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(r.completed.wait_for(0ms), std::future_status::ready);
+  EXPECT_EQ(r.completed.get().signalCode.value_or(""), "SIGKILL");
+}
+
+TEST_F(ManagerTest, CallingTheManagerFromAnAuditSinkIsRefusedNotADeadlock) {
+  static std::optional<SandboxHandle> handle;
+  static std::atomic<bool> refused{false};
+  handle = create(policy());
+  SandboxManager::instance().setAuditSink([](const std::string& line) {
+    if (line.find("\"event\":\"exit\"") == std::string::npos) return;
+    try {
+      handle->dispose();
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+  });
+  stockade::Run r = handle->run({.argv = {"/bin/sh", "-c", "exit 3"}, .correlationId = "c", .cwd = work_});
+  ASSERT_EQ(r.completed.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(r.completed.get().exitCode, 3);
+  EXPECT_TRUE(refused);
+  EXPECT_TRUE(handle->isEpochLive(handle->epoch()));
+  handle.reset();
 }
 
 TEST_F(ManagerTest, ConcurrentRunNarrowAndDisposeAreSafe) {

@@ -158,6 +158,20 @@ TEST_F(NarrowingTest, UnixSocketsAndLocalBinding) {
   expectNarrower(R"({"network":{"allowLocalBinding":true}})", R"({"network":{}})");
 }
 
+TEST_F(NarrowingTest, IntersectedNetworkAllowsOnlyWhatBothAllow) {
+  auto a = rules(R"({"network":{"allowedDomains":["*.github.com","registry.npmjs.org"],"deniedDomains":["gist.github.com"]}})");
+  auto b = rules(R"({"network":{"allowedDomains":["api.github.com","gist.github.com","pypi.org"]}})");
+  DerivedRules::Network both = intersectNetworks(a.network(), b.network());
+  std::vector<std::string> allowed;
+  for (const auto& d : both.allowedDomains) allowed.push_back(d.text());
+  EXPECT_EQ(allowed, (std::vector<std::string>{"api.github.com", "gist.github.com"}));
+  std::vector<std::string> denied;
+  for (const auto& d : both.deniedDomains) denied.push_back(d.text());
+  EXPECT_EQ(denied, std::vector<std::string>{"gist.github.com"}) << "a's deny still wins over b's allow";
+  auto none = rules(R"({"network":{}})");
+  EXPECT_TRUE(intersectNetworks(a.network(), none.network()).allowedDomains.empty());
+}
+
 // ---- env and limits ----
 TEST_F(NarrowingTest, EnvNamesMustBeASubset) {
   expectNarrower(R"({"env":{"allow":["PATH","HOME"]}})", R"({"env":{"allow":["PATH"]}})");
