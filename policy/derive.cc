@@ -9,6 +9,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "policy/dir_listing.h"
@@ -142,18 +143,16 @@ class Deriver {
   // A mask hides a path, not the object: a read-denied file with another name
   // that is not denied too would stay readable under that name. Refuse it.
   void checkHardLinks() {
-    std::map<std::pair<dev_t, ino_t>, std::size_t> deniedNames;
+    std::map<std::pair<dev_t, ino_t>, std::set<std::string>> deniedNames;  // distinct names per object
     for (const auto& p : b_.fs.denyRead) {
       const auto* e = resolver_.seen(p);
-      if (e && e->regularFile && e->links > 1) ++deniedNames[{e->device, e->inode}];
+      if (e && e->regularFile && e->links > 1) deniedNames[{e->device, e->inode}].insert(p);
     }
-    for (const auto& p : b_.fs.denyRead) {
-      const auto* e = resolver_.seen(p);
-      if (!e || !e->regularFile || e->links <= 1) continue;
-      std::size_t named = deniedNames[{e->device, e->inode}];
-      if (named < e->links)
-        fail({"filesystem.denyRead"}, policy::quote(p) + " has " + std::to_string(e->links) +
-                                          " hard links and only " + std::to_string(named) +
+    for (const auto& [object, names] : deniedNames) {
+      const auto* e = resolver_.seen(*names.begin());
+      if (names.size() < e->links)
+        fail({"filesystem.denyRead"}, policy::quote(*names.begin()) + " has " + std::to_string(e->links) +
+                                          " hard links and only " + std::to_string(names.size()) +
                                           " of them are denied; the other names would stay readable. "
                                           "Deny them too, or remove the extra links");
     }

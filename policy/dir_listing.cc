@@ -1,6 +1,8 @@
 #include "policy/dir_listing.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -29,9 +31,13 @@ std::unordered_map<std::string, Cached>& cache() {
 
 bool sameTime(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
 
-std::shared_ptr<const std::vector<DirEntry>> readDirectory(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return nullptr;
+// Reads the directory `fd` refers to (and takes ownership of it).
+std::shared_ptr<const std::vector<DirEntry>> readDirectory(const std::string& dir, int fd) {
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return nullptr;
+  }
   auto entries = std::make_shared<std::vector<DirEntry>>();
   while (dirent* e = ::readdir(d)) {
     std::string_view name = e->d_name;
@@ -51,10 +57,9 @@ std::shared_ptr<const std::vector<DirEntry>> readDirectory(const std::string& di
 }  // namespace
 
 std::shared_ptr<const std::vector<DirEntry>> listDirectory(const std::string& dir) {
+  // Fast path: the identity the path has now, against the cache.
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return nullptr;
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return nullptr;
   {
     std::lock_guard lock(gMu);
     auto it = cache().find(dir);
@@ -62,7 +67,18 @@ std::shared_ptr<const std::vector<DirEntry>> listDirectory(const std::string& di
         sameTime(it->second.ctime, st.st_ctim))
       return it->second.entries;
   }
-  auto entries = readDirectory(dir);
+  // Miss: identity and entries must come from the same open directory, or a
+  // rename racing between the two could file one directory's entries under
+  // another's identity.
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return nullptr;
+  }
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  auto entries = readDirectory(dir, fd);
   if (!entries) return nullptr;
   if (st.st_ctim.tv_sec + kQuietSeconds < now.tv_sec) {
     std::lock_guard lock(gMu);

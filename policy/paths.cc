@@ -114,22 +114,26 @@ std::optional<std::string> PathResolver::resolve(std::string_view path) {
   std::string real;
   real.reserve(path.size() + 32);
   int hops = 0;
-  bool missing = false;  // once a component is absent, the rest is lexical
+  // Below a missing component nothing can be looked up; a ".." that climbs
+  // back to where it went missing resumes the lookups.
+  constexpr std::size_t kNotMissing = static_cast<std::size_t>(-1);
+  std::size_t missingFrom = kNotMissing;  // length of `real` above the first missing component
   while (!pending.empty()) {
     std::string_view c = nextComponent(pending.back());
     if (pending.back().empty()) pending.pop_back();
     if (c.empty() || c == ".") continue;
     if (c == "..") {
       real.resize(real.empty() ? 0 : real.rfind('/'));
+      if (missingFrom != kNotMissing && real.size() <= missingFrom) missingFrom = kNotMissing;
       continue;
     }
     const std::size_t parentSize = real.size();
     real += '/';
     real += c;
-    if (missing) continue;
+    if (missingFrom != kNotMissing) continue;
     const Entry& e = look(real);
     if (e.kind != Entry::kSymlink) {
-      missing = e.kind == Entry::kMissing;
+      if (e.kind == Entry::kMissing) missingFrom = parentSize;
       continue;
     }
     if (++hops > 40) return std::nullopt;

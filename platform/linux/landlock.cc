@@ -53,10 +53,13 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   }
   bool ok = true;
   for (const auto& path : plan.writable) {
-    int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+    // The rules name real paths: a symlink on the way means the tree changed
+    // under the policy since it was derived, and must not redirect the grant.
+    int fd = abi::openat2(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW,
+                          RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
     if (fd < 0) {
       if (errno == ENOENT) continue;
-      error.add("open(").quoted(path.c_str()).add(", O_PATH)");
+      error.add("openat2(").quoted(path.c_str()).add(", O_PATH|O_NOFOLLOW, RESOLVE_NO_SYMLINKS)");
       ok = error.fail(SetupStep::kLandlock);
       break;
     }

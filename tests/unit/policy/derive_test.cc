@@ -119,6 +119,23 @@ TEST_F(DeriveTest, ADeniedFileWithAnUndeniedHardLinkIsRefused) {
   deriveOk(R"({"filesystem":{"denyRead":["~/.ssh/id_rsa","copy"]}})");
 }
 
+TEST_F(DeriveTest, NamingADeniedFileTwiceDoesNotCountAsDenyingItsOtherLink) {
+  std::string key = t_.file("home/.ssh/id_rsa", "PRIVATE");
+  std::filesystem::create_hard_link(key, work_ + "/copy");
+  for (const char* list : {R"(["~/.ssh/id_rsa","~/.ssh/id_rsa"])", R"(["~/.ssh/id_rsa","~/.ssh/./id_rsa"])"}) {
+    auto r = derive(SandboxPolicy::fromJson(std::string(R"({"filesystem":{"denyRead":)") + list + "}}"), ctx());
+    EXPECT_TRUE(std::holds_alternative<PolicyError>(r)) << list;
+  }
+}
+
+TEST_F(DeriveTest, SymlinksAfterAMissingComponentAndDotDotAreStillFollowed) {
+  t_.symlink("/etc", "work/link");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["nonexistent/../link"]}})");
+  // The kernel would refuse the path (ENOENT) today and follow the link once
+  // the directory exists: the rule is about /etc either way.
+  EXPECT_EQ(r.filesystem().allowWrite, std::vector<std::string>{"/etc"});
+}
+
 TEST_F(DeriveTest, DefaultWritePathsAreUnionedIn) {
   DeriveContext c = ctx();
   c.tmpdir = t_.dir("private-tmp");
