@@ -129,7 +129,9 @@ class SandboxHandle {
   bool isAdopted() const noexcept { return adopted_; }
 
   // Narrows the process-global live policy for every handle and every running
-  // child (network rules apply at a child's next connection). Throws
+  // child (network rules apply at a child's next connection; a running child's
+  // filesystem view is fixed at its spawn). Waits for spawns in flight, so
+  // every run() that starts after narrow() returns gets the narrowed rules. Throws
   // E_SANDBOX_POLICY_CONFLICT naming the widening axis and entry, or
   // E_SANDBOX_NARROWING_UNSUPPORTED naming an axis this host cannot narrow.
   void narrow(const SandboxPolicy& policy);
@@ -176,7 +178,10 @@ class SandboxManager {
 
   // Receives one JSON object per audit event (admit, narrow, spawn, drift,
   // exit, dispose, and every proxy decision), from any thread. Without a sink
-  // events go to stderr through spdlog's "stockade" logger.
+  // events go to stderr through spdlog's "stockade" logger. A sink only
+  // records: it runs on threads that run() and dispose() wait for, so calling
+  // createSandbox/narrow/run/dispose from it throws std::logic_error, and an
+  // exception thrown by the sink is logged and otherwise ignored.
   void setAuditSink(std::function<void(const std::string& jsonLine)> sink);
 
   // Tests only: disposes whatever is live. Never call it on a production path.
