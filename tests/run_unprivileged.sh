@@ -4,8 +4,7 @@
 # root; as any other user it runs the binaries directly.
 #
 # For the setuid test it prepares, as root, a root-owned setuid copy of
-# sandbox_probe (next to the first binary) and passes its path in
-# STOCKADE_TEST_SETUID_PROBE.
+# sandbox_probe and passes its path in STOCKADE_TEST_SETUID_PROBE.
 set -eu
 
 if [ "$#" -eq 0 ]; then
@@ -27,20 +26,29 @@ home=$(getent passwd "$user" | cut -d: -f6)
 mkdir -p "$home"
 chown "$user:" "$home"
 
-probe="$(dirname "$(realpath "$1")")/sandbox_probe"
-suid_dir=$(mktemp -d /var/tmp/stockade-suid-XXXXXX)
-trap 'rm -rf "$suid_dir"' EXIT INT TERM
-chmod 0755 "$suid_dir"
-cp "$probe" "$suid_dir/probe-suid"
-chown root:root "$suid_dir/probe-suid"
-chmod 4755 "$suid_dir/probe-suid"
+# The build tree may not be reachable by other users (a clone under /root):
+# stage the test binaries, the CLI and the probe where the user can run them,
+# and point the tests at the copies (STOCKADE_CLI, STOCKADE_PROBE).
+cli="${STOCKADE_CLI:?set STOCKADE_CLI to the stockade binary}"
+probe="${STOCKADE_PROBE:?set STOCKADE_PROBE to sandbox_probe}"
+stage=$(mktemp -d /var/tmp/stockade-unprivileged-XXXXXX)
+trap 'rm -rf "$stage"' EXIT INT TERM
+chmod 0755 "$stage"
+cp "$cli" "$stage/stockade"
+cp "$probe" "$stage/sandbox_probe"
+# A root-owned setuid copy of the probe, for the setuid test.
+cp "$probe" "$stage/probe-suid"
+chown root:root "$stage/probe-suid"
+chmod 4755 "$stage/probe-suid"
 
 status=0
 for t in "$@"; do
-  t=$(realpath "$t")
+  cp "$t" "$stage/"
+  copy="$stage/$(basename "$t")"
   echo "== $t as $user" >&2
   (cd "$home" && setpriv --reuid="$user" --regid="$user" --init-groups \
      env -i HOME="$home" USER="$user" PATH=/usr/local/bin:/usr/bin:/bin \
-     STOCKADE_TEST_SETUID_PROBE="$suid_dir/probe-suid" "$t") || status=1
+     STOCKADE_CLI="$stage/stockade" STOCKADE_PROBE="$stage/sandbox_probe" \
+     STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" "$copy") || status=1
 done
 exit "$status"

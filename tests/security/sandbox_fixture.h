@@ -19,7 +19,10 @@
 
 namespace stockade::testing {
 
-inline std::string probeBinary() { return STOCKADE_PROBE_PATH; }
+inline std::string probeBinary() {
+  const char* staged = std::getenv("STOCKADE_PROBE");  // tests/run_unprivileged.sh stages a copy
+  return staged && *staged ? staged : STOCKADE_PROBE_PATH;
+}
 
 inline std::string testBase() {
   const char* base = std::getenv("STOCKADE_TEST_BASE");

@@ -7,13 +7,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 extern char** environ;
 
 namespace stockade::testing {
 
-std::string stockadeBinary() { return STOCKADE_CLI_PATH; }
+std::string stockadeBinary() {
+  const char* staged = std::getenv("STOCKADE_CLI");  // tests/run_unprivileged.sh stages a copy
+  return staged && *staged ? staged : STOCKADE_CLI_PATH;
+}
 
 ProcessResult runProcess(const std::vector<std::string>& argv, const std::string& input) {
   int in[2], out[2], err[2];
