@@ -93,7 +93,7 @@ void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) n
 void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules) {
   policy::DriftBaseline next(std::move(rules), s.baseline ? &*s.baseline : nullptr);
   s.livePolicy = policy;
-  s.liveNetwork = std::make_shared<const DerivedRules::Network>(next.rules().network());
+  s.liveNetwork.store(std::make_shared<const DerivedRules::Network>(next.rules().network()));
   s.baseline.emplace(std::move(next));
 }
 

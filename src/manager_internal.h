@@ -1,7 +1,6 @@
 // Internal state shared by SandboxManager, SandboxHandle and Run.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -54,10 +53,25 @@ struct ManagerState {
   DeriveContext context;
   std::optional<SandboxPolicy> livePolicy;
   std::optional<policy::DriftBaseline> baseline;             // the live rules + identities of denied objects
-  // What the proxy reads per request, on its io thread. Atomic rather than
-  // under `mu`: the proxy must never wait for the manager's lock, because
-  // run() and dispose() wait for the proxy's io thread.
-  std::atomic<std::shared_ptr<const DerivedRules::Network>> liveNetwork;
+  // What the proxy reads per request, on its io thread. Behind a lock of its
+  // own, never held across a call, rather than under `mu`: the proxy must
+  // never wait for the manager's lock, because run() and dispose() wait for
+  // the proxy's io thread.
+  class LiveNetwork {
+   public:
+    std::shared_ptr<const DerivedRules::Network> load() const {
+      std::lock_guard lock(mu_);
+      return rules_;
+    }
+    void store(std::shared_ptr<const DerivedRules::Network> rules) {
+      std::lock_guard lock(mu_);
+      rules_ = std::move(rules);
+    }
+
+   private:
+    mutable std::mutex mu_;
+    std::shared_ptr<const DerivedRules::Network> rules_;
+  } liveNetwork;
   std::map<std::string, std::shared_ptr<RunShared>> runs;
   std::shared_ptr<proxy::Proxy> proxy;  // created with the first child that has network
 
