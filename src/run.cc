@@ -116,12 +116,7 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
       s->logError("run " + run->runId + ": " + std::get<std::string>(status));
     }
     run->onStop.reset();  // waits for a stop callback that is running right now
-    std::vector<proxy::ListenerHandle> listeners;
-    {
-      std::lock_guard lock(s->mu);
-      listeners = std::move(run->listeners);
-    }
-    listeners.clear();  // closes listeners and tunnels, outside the lock the rules provider takes
+    run->listeners.clear();  // closes its listeners and tunnels (waits for the proxy's io thread)
     s->writeAudit("exit", {{"runId", run->runId},
                            {"correlationId", run->correlationId},
                            {"exitCode", c.exitCode},
