@@ -63,6 +63,9 @@
 
 namespace stockade::platform::linux_abi {
 
+// fchmodat2(2), Linux 6.6; libseccomp 2.5.4 does not know its name. x86_64.
+inline constexpr int kNrFchmodat2 = 452;
+
 // struct landlock_ruleset_attr as of ABI 6 (Linux 6.12). Passing the full
 // size to an older kernel is accepted as long as the fields it does not know
 // are zero.

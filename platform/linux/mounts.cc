@@ -273,6 +273,10 @@ MountPlan planMounts(const DerivedRules& rules) {
       if (std::find(plan.pinned.begin(), plan.pinned.end(), a) == plan.pinned.end()) plan.pinned.push_back(a);
   }
   std::sort(plan.pinned.begin(), plan.pinned.end());
+  // The fresh /proc: kernel-wide knobs read-only, as bubblewrap and Docker do.
+  // The child may be the host's uid 0, and Landlock (when the kernel has it)
+  // must not be the only thing between it and kernel.core_pattern.
+  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) plan.readOnly.emplace_back(p);
 
   std::vector<std::string> reads = fs.denyRead;
   std::sort(reads.begin(), reads.end());

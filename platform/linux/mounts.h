@@ -33,7 +33,7 @@ struct MountPlan {
     bool hasCarveOut = false;  // tmpfs stays writable until carve-outs are bound
   };
   std::vector<std::string> writable;   // rw binds, host path == sandbox path
-  std::vector<std::string> readOnly;   // denies inside writable trees
+  std::vector<std::string> readOnly;   // denies inside writable trees, and /proc's kernel-wide knobs
   // Directories between a writable root and a deny inside it, bound onto
   // themselves so they are mount points: rename() and rmdir() of a mount
   // point fail with EBUSY, so `mv .git elsewhere; mkdir -p .git/hooks` cannot

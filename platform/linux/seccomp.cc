@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <seccomp.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -47,6 +48,10 @@ enum class Match {
   kArg0Low32Equals,   // socket domain (an int)
   kArg0Low32EqualsArg2Not,  // domain == value && protocol != value2
   kArg2Low32Equals,   // socket protocol (an int)
+  kArg1HasBit,        // (arg1 & value) == value: a mode argument
+  kArg2HasBit,
+  kArg3HasBit,
+  kArg0Low32EqualsArg1Low4Equals,  // socketpair: domain == value && (type & 0xf) == value2
 };
 
 struct Denial {
@@ -61,6 +66,8 @@ struct Denial {
 
 constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
                                              CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET, CLONE_NEWTIME};
+
+constexpr const char* kSetIdReason = "setuid/setgid bits would let a file written here run as the host's uid 0";
 
 // THE table: every denied call and why. Keep reasons short and concrete.
 constexpr Denial kDenials[] = {
@@ -103,6 +110,30 @@ constexpr Denial kDenials[] = {
     {"socket", Match::kArg0Low32EqualsArg2Not, AF_NETLINK, NETLINK_ROUTE, EPERM, "netlink families other than ROUTE are kernel attack surface", false},
     {"socket", Match::kArg0Low32Equals, AF_UNIX, 0, EPERM, "unix sockets reach host services; the policy allows none", true},
     {"socket", Match::kArg2Low32Equals, IPPROTO_MPTCP, 0, EPERM, "MPTCP is not covered by Landlock TCP rules", false},
+    {"socketpair", Match::kArg0Low32EqualsArg1Low4Equals, AF_UNIX, SOCK_DGRAM, EPERM,
+     "an unbound datagram socket can sendto() any host unix socket it can see", true},
+    // The child may be the host's uid 0 (stockade run by root): a setuid or
+    // setgid bit it sets on a file in a writable tree would make that file
+    // run as root on the host later. Every call that sets mode bits refuses them.
+    {"chmod", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"chmod", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"fchmod", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"fchmod", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"fchmodat", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"fchmodat", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"fchmodat2", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"fchmodat2", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"open", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"open", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"openat", Match::kArg3HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"openat", Match::kArg3HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"creat", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"creat", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"mknod", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"mknod", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"mknodat", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
+    {"mknodat", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
+    {"openat2", Match::kAlways, 0, 0, ENOSYS, "its mode lives in memory the filter cannot read; ENOSYS makes libc use openat()", false},
 };
 
 // unshare and clone: one row per namespace flag, generated from kNamespaceFlags.
@@ -140,8 +171,20 @@ std::string describe(const Denial& d) {
     case Match::kArg0Low32EqualsArg2Not:
       return "(arg0 & 0xffffffff) == " + std::to_string(d.value) + " && arg2 != " + std::to_string(d.value2);
     case Match::kArg2Low32Equals: return "(arg2 & 0xffffffff) == " + std::to_string(d.value);
+    case Match::kArg1HasBit: return "arg1 & " + std::to_string(d.value);
+    case Match::kArg2HasBit: return "arg2 & " + std::to_string(d.value);
+    case Match::kArg3HasBit: return "arg3 & " + std::to_string(d.value);
+    case Match::kArg0Low32EqualsArg1Low4Equals:
+      return "(arg0 & 0xffffffff) == " + std::to_string(d.value) + " && (arg1 & 0xf) == " + std::to_string(d.value2);
   }
   return "?";
+}
+
+// libseccomp 2.5.4 (Debian 12) predates some calls; their x86_64 numbers.
+int resolveSyscall(const char* name) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR && std::strcmp(name, "fchmodat2") == 0) return linux_abi::kNrFchmodat2;
+  return nr;
 }
 
 struct CtxDeleter {
@@ -160,7 +203,7 @@ std::variant<SeccompProgram, std::string> compile(const SeccompOptions& options)
                      "seccomp_attr_set(SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(EPERM))"))
     return *e;
   for (const auto& d : denials(options)) {
-    int nr = seccomp_syscall_resolve_name(d.syscall);
+    int nr = resolveSyscall(d.syscall);
     if (nr == __NR_SCMP_ERROR) return std::string("seccomp_syscall_resolve_name(\"") + d.syscall + "\") failed";
     const std::uint32_t action = SCMP_ACT_ERRNO(static_cast<std::uint16_t>(d.error));
     int rc = 0;
@@ -182,6 +225,19 @@ std::variant<SeccompProgram, std::string> compile(const SeccompOptions& options)
         break;
       case Match::kArg2Low32Equals:
         rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value));
+        break;
+      case Match::kArg1HasBit:
+        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, d.value, d.value));
+        break;
+      case Match::kArg2HasBit:
+        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, d.value, d.value));
+        break;
+      case Match::kArg3HasBit:
+        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A3(SCMP_CMP_MASKED_EQ, d.value, d.value));
+        break;
+      case Match::kArg0Low32EqualsArg1Low4Equals:
+        rc = seccomp_rule_add(ctx.get(), action, nr, 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value),
+                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xfULL, d.value2));
         break;
     }
     if (auto e = check(rc, std::string("seccomp_rule_add(") + d.syscall + ", " + describe(d) + ")")) return *e;

@@ -1,0 +1,65 @@
+// Escape attempts found in review: a child that is the host's uid 0 (stockade
+// run by root) planting setuid files, writing kernel-wide sysctls, and
+// reaching host datagram sockets through socketpair(); each beside the
+// allowed neighbour.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "tests/security/sandbox_fixture.h"
+
+namespace stockade::testing {
+namespace {
+
+using PrivilegeEscapeTest = SandboxTest;
+
+ProcessResult sh(std::vector<std::string> argv, const std::string& script) {
+  argv.insert(argv.end(), {"/bin/sh", "-c", script});
+  return runProcess(argv);
+}
+
+TEST_F(PrivilegeEscapeTest, SetuidAndSetgidBitsCannotBeSetWhileOrdinaryModesCan) {
+  auto r = sh(stockadeArgv(),
+              "cp /bin/true ./tool && chmod 755 ./tool && echo mode-ok; "
+              "chmod u+s ./tool 2>/dev/null || echo setuid-refused; chmod g+s ./tool 2>/dev/null || echo setgid-refused; "
+              "/usr/bin/python3 -c 'import os\ntry:\n os.open(\"made\", os.O_CREAT|os.O_WRONLY, 0o4755); print(\"open-allowed\")\n"
+              "except OSError as e: print(\"open-refused\", e.errno)'");
+  EXPECT_EQ(r.out, "mode-ok\nsetuid-refused\nsetgid-refused\nopen-refused 1\n") << r.err;
+  struct stat st {};
+  ASSERT_EQ(::stat((ws + "/tool").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & (S_ISUID | S_ISGID), 0u) << "no set-id file may reach the host";
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
+TEST_F(PrivilegeEscapeTest, KernelSysctlsAreReadOnlyWhileProcIsReadable) {
+  auto r = sh(stockadeArgv(),
+              "cat /proc/sys/kernel/ostype; echo 1 > /proc/sys/kernel/printk_ratelimit 2>/dev/null || echo sysctl-refused");
+  EXPECT_EQ(r.out, "Linux\nsysctl-refused\n") << r.err;
+}
+
+TEST_F(PrivilegeEscapeTest, DatagramSocketpairsCannotReachHostSocketsWhileStreamPairsWork) {
+  // A host datagram socket the child can see (the workspace is visible).
+  int host = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(host, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = ws + "/dg.sock";
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  auto r = sh(stockadeArgv(),
+              "/usr/bin/python3 -c 'import socket\na,b=socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+              "a.send(b\"x\"); print(\"stream-ok\", b.recv(1))\ntry:\n s,_=socket.socketpair(socket.AF_UNIX, "
+              "socket.SOCK_DGRAM); s.sendto(b\"ESCAPE\", \"" + path + "\"); print(\"dgram-sent\")\n"
+              "except OSError as e: print(\"dgram-refused\", e.errno)'");
+  EXPECT_EQ(r.out, "stream-ok b'x'\ndgram-refused 1\n") << r.err;
+  char buf[16];
+  EXPECT_EQ(::recv(host, buf, sizeof buf, MSG_DONTWAIT), -1) << "nothing reached the host socket";
+  ::close(host);
+}
+
+}  // namespace
+}  // namespace stockade::testing
