@@ -37,6 +37,12 @@ AddressClass classifyV4(std::uint32_t a) {
   if (inV4(a, 0xA9FE0000u, 16)) return AddressClass::kLinkLocal;
   if (inV4(a, 0xE0000000u, 4)) return AddressClass::kMulticast;
   if (inV4(a, 0xF0000000u, 4)) return AddressClass::kReserved;
+  // IETF protocol assignments (192.0.0.0/24, which holds 192.0.0.192, a cloud
+  // metadata address), benchmarking (198.18.0.0/15), 6to4 relays
+  // (192.88.99.0/24), documentation (192.0.2/24, 198.51.100/24, 203.0.113/24).
+  if (inV4(a, 0xC0000000u, 24) || inV4(a, 0xC6120000u, 15) || inV4(a, 0xC0586300u, 24) ||
+      inV4(a, 0xC0000200u, 24) || inV4(a, 0xC6336400u, 24) || inV4(a, 0xCB007100u, 24))
+    return AddressClass::kReserved;
   return AddressClass::kPublic;
 }
 

@@ -154,6 +154,17 @@ bool parseRequest(std::string_view head, Request& out, Refusal& why) {
     if (!same) return refuse(why, 400, "the Host header does not agree with the host of the request URI");
   }
 
+  // The headers that frame the body or name the destination are never
+  // hop-by-hop: dropping one that a Connection header lists would send the
+  // upstream a request framed differently from the one the proxy decided on
+  // (smuggling a second, undecided request inside the body).
+  for (std::string_view framing : {"host", "content-length", "transfer-encoding"}) {
+    if (listContains(out.fields, "connection", framing) || listContains(out.fields, "proxy-connection", framing))
+      return refuse(why, 400, "the Connection header names \"" + std::string(framing) +
+                                  "\", which frames the request and cannot be dropped");
+  }
+  if (out.minorVersion == 0 && !fieldValues(out.fields, "transfer-encoding").empty())
+    return refuse(why, 400, "Transfer-Encoding is not defined for HTTP/1.0 requests");
   if (!requestFraming(out.fields, out.framing, why)) return false;
   bool close = listContains(out.fields, "connection", "close") || listContains(out.fields, "proxy-connection", "close");
   bool keep = listContains(out.fields, "connection", "keep-alive") ||

@@ -231,6 +231,13 @@ TEST(DecisionTest, AddressStageRefusesNonAddresses) {
   EXPECT_FALSE(v.allowed());
 }
 
+TEST(DecisionTest, SpecialUseIpv4RangesAreNotPublic) {
+  for (const char* a : {"192.0.0.192", "192.0.0.1", "198.18.0.1", "198.19.255.255", "192.88.99.1", "192.0.2.7",
+                        "198.51.100.7", "203.0.113.7"})
+    EXPECT_EQ(classifyAddress(a), AddressClass::kReserved) << a;
+  for (const char* a : {"192.0.1.1", "198.20.0.1", "93.184.216.34"}) EXPECT_EQ(classifyAddress(a), AddressClass::kPublic) << a;
+}
+
 TEST(DecisionTest, EveryAddressClassHasAName) {
   for (auto c : {AddressClass::kPublic, AddressClass::kUnspecified, AddressClass::kLoopback, AddressClass::kPrivate,
                  AddressClass::kLinkLocal, AddressClass::kMulticast, AddressClass::kReserved,

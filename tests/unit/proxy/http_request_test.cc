@@ -108,6 +108,27 @@ TEST(HttpRequestTest, KeepAliveFollowsVersionAndConnectionFields) {
   }
 }
 
+TEST(HttpRequestTest, ConnectionCannotDropTheHeadersThatFrameTheRequest) {
+  // Found in review: "Connection: content-length" made the proxy forward the
+  // body without its length, so the upstream read a second, undecided request.
+  for (const char* head :
+       {"POST http://a.com/ HTTP/1.1\r\nHost: a.com\r\nContent-Length: 3\r\nConnection: close, content-length\r\n\r\n",
+        "POST http://a.com/ HTTP/1.1\r\nHost: a.com\r\nTransfer-Encoding: chunked\r\nConnection: Transfer-Encoding\r\n\r\n",
+        "GET http://a.com/ HTTP/1.1\r\nHost: a.com\r\nConnection: host\r\n\r\n",
+        "GET http://a.com/ HTTP/1.1\r\nHost: a.com\r\nProxy-Connection: content-length\r\n\r\n",
+        "POST http://a.com/ HTTP/1.0\r\nHost: a.com\r\nTransfer-Encoding: chunked\r\n\r\n"}) {
+    Request r;
+    Refusal why;
+    EXPECT_FALSE(parseRequest(head, r, why)) << head;
+    EXPECT_EQ(why.status, 400) << head;
+  }
+  Request r;
+  Refusal why;
+  EXPECT_TRUE(parseRequest("POST http://a.com/ HTTP/1.1\r\nHost: a.com\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\n",
+                           r, why))
+      << why.message;
+}
+
 TEST(HttpRequestTest, Http10RequestWithoutHostGetsOneFromTheUri) {
   Request r;
   Refusal why;
