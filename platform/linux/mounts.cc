@@ -263,6 +263,7 @@ MountPlan planMounts(const DerivedRules& rules) {
       plan.uncoverableDenyWrite.push_back(p);
       continue;
     }
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(p);
     if (!beneathAny(p, plan.readOnly)) plan.readOnly.push_back(p);
   }
   for (const auto& p : plan.readOnly) {

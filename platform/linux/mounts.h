@@ -45,6 +45,9 @@ struct MountPlan {
   // Deny-write paths inside writable trees that do not exist: no mount can
   // cover them without leaving a placeholder on the host.
   std::vector<std::string> uncoverableDenyWrite;
+  // Write-denied files with more than one name: the read-only bind covers
+  // this name only; another name in a writable tree reaches the same file.
+  std::vector<std::string> linkedDenyWrite;
   // Scratch for the child (one slot per writable + carve-out source); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;

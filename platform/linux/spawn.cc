@@ -331,9 +331,14 @@ EnforcementReport probeEnforcement(const SpawnRequest& request) {
   if (!request.rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
-  for (const auto& p : planMounts(request.rules).uncoverableDenyWrite)
+  const MountPlan mounts = planMounts(request.rules);
+  for (const auto& p : mounts.uncoverableDenyWrite)
     r.degradations.push_back("filesystem: write-denied path \"" + p +
                              "\" does not exist; its creation cannot be prevented without a placeholder on the host");
+  for (const auto& p : mounts.linkedDenyWrite)
+    r.degradations.push_back("filesystem: write-denied file \"" + p +
+                             "\" has other hard links; only this name is read-only, the file stays writable through "
+                             "the others");
   return r;
 }
 

@@ -61,5 +61,18 @@ TEST_F(PrivilegeEscapeTest, DatagramSocketpairsCannotReachHostSocketsWhileStream
   ::close(host);
 }
 
+TEST_F(PrivilegeEscapeTest, AWriteDeniedFileWithAnotherHardLinkIsReportedNotSilentlyWeaker) {
+  // .bashrc is a mandatory deny; a second name for it in the workspace would
+  // reach the same file through a writable path.
+  ASSERT_EQ(::link((ws + "/.bashrc").c_str(), (ws + "/innocent").c_str()), 0);
+  auto r = sh(stockadeArgv(), "echo run");
+  EXPECT_EQ(r.out, "run\n");
+  EXPECT_NE(r.err.find("has other hard links"), std::string::npos) << "the CLI says it runs weaker: " << r.err;
+  // Without the second name: no such report.
+  ASSERT_EQ(::unlink((ws + "/innocent").c_str()), 0);
+  auto clean = sh(stockadeArgv(), "echo run");
+  EXPECT_EQ(clean.err.find("hard links"), std::string::npos) << clean.err;
+}
+
 }  // namespace
 }  // namespace stockade::testing
