@@ -1,8 +1,6 @@
 // derive(): SandboxPolicy + the live filesystem -> DerivedRules.
-// Only stat/lstat/readlink/opendir: no process, mount or socket calls.
-#include <dirent.h>
+// Only stat/lstat/readlink and directory reads: no process, mount or socket calls.
 #include <pwd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,7 +91,7 @@ class Deriver {
   }
 
   // `~` and relative forms made absolute. Not lexically normalised: "link/.."
-  // must be resolved the kernel's way, by resolvePath().
+  // must be resolved the kernel's way, by the PathResolver.
   std::string absolute(const std::string& p, const Where& where) const {
     std::string out;
     if (p == "~" || p.starts_with("~/")) {

@@ -143,8 +143,6 @@ std::optional<std::string> PathResolver::resolve(std::string_view path) {
   return real.empty() ? "/" : real;
 }
 
-std::optional<std::string> resolvePath(std::string_view path) { return PathResolver().resolve(path); }
-
 bool hasGlob(std::string_view text) noexcept {
   return text.find_first_of("*?[") != std::string_view::npos;
 }

@@ -20,15 +20,12 @@ std::string lexicallyNormal(std::string_view path);
 // within "/a"). Both must be lexically normal.
 bool isWithin(std::string_view path, std::string_view root) noexcept;
 
-// The real path of `path` (absolute): every symlink on the way is followed,
+// The real path of a path (absolute): every symlink on the way is followed,
 // including a dangling last one, and `..` applies to the real parent, as in the
-// kernel; the part that does not exist is appended as written. nullopt when a
-// symlink loop is found.
-std::optional<std::string> resolvePath(std::string_view path);
-
-// resolvePath() for many paths at once: each distinct prefix is looked at
-// (lstat, readlink) once per resolver, so one derive() costs about one system
-// call per distinct directory rather than one per component per path.
+// kernel; the part that does not exist is appended as written. resolve()
+// returns nullopt when a symlink loop is found. Each distinct prefix is looked
+// at (lstat, readlink) once per resolver, so one derive() costs about one
+// system call per distinct directory rather than one per component per path.
 // Use one resolver for one consistent pass only; it never refreshes.
 class PathResolver {
  public:
