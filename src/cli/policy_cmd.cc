@@ -1,15 +1,11 @@
 // `stockade policy check|derive|narrower|diff`: thin wrappers over the
 // policy engine. Exit codes: 0 ok, 2 invalid input, 3 candidate widens.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/policy_file.h"
 #include "stockade/rules.h"
 
 namespace stockade::cli {
@@ -34,26 +30,10 @@ struct Failure {
   std::string message;
 };
 
-std::string readFile(const std::string& path) {
-  constexpr std::size_t kLimit = 1 << 20;
-  std::string text;
-  if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    text = buf.str();
-  }
-  if (text.size() > kLimit) throw Failure{path + ": policy is larger than 1 MiB"};
-  return text;
-}
-
 SandboxPolicy loadPolicy(const std::string& path) {
-  auto parsed = SandboxPolicy::parse(readFile(path));
-  if (auto* err = std::get_if<PolicyError>(&parsed)) throw Failure{path + ": " + err->text()};
-  return std::get<SandboxPolicy>(std::move(parsed));
+  auto loaded = loadPolicyFile(path);
+  if (auto* err = std::get_if<std::string>(&loaded)) throw Failure{*err};
+  return std::get<SandboxPolicy>(std::move(loaded));
 }
 
 DerivedRules deriveFile(const std::string& path, const DeriveContext& ctx) {

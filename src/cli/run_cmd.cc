@@ -31,6 +31,7 @@
 #include "platform/linux/spawn.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/policy_file.h"
 #include "stockade/rules.h"
 
 extern char** environ;
@@ -136,15 +137,6 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
   return o;
 }
 
-std::string readPolicyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Failure{"--policy \"" + path + "\": " + std::strerror(errno)};
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (buf.str().size() > (1u << 20)) throw Failure{"--policy \"" + path + "\": larger than 1 MiB"};
-  return buf.str();
-}
-
 // Appends JSON lines; every event carries a UTC timestamp.
 class AuditLog {
  public:
@@ -202,9 +194,9 @@ int run(const RunOptions& o) {
   AuditLog audit(o.auditFile);
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
-    auto parsed = SandboxPolicy::parse(readPolicyFile(*o.policyFile));
-    if (auto* err = std::get_if<PolicyError>(&parsed)) throw Failure{"--policy \"" + *o.policyFile + "\": " + err->text()};
-    return std::get<SandboxPolicy>(std::move(parsed));
+    auto loaded = loadPolicyFile(*o.policyFile);
+    if (auto* err = std::get_if<std::string>(&loaded)) throw Failure{"--policy " + *err};
+    return std::get<SandboxPolicy>(std::move(loaded));
   }();
   DeriveContext context = currentContext();
   context.cwd = o.cwd;
