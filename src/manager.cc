@@ -95,6 +95,7 @@ void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules r
   s.livePolicy = policy;
   s.liveNetwork.store(std::make_shared<const DerivedRules::Network>(next.rules().network()));
   s.baseline.emplace(std::move(next));
+  dropSpare(s);  // built under the wider rules
 }
 
 // An axis the kernel layer cannot narrow here. The caller holds `mu`.
@@ -122,6 +123,7 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
     s->livePolicy.reset();
     s->baseline.reset();
     s->liveNetwork.store(nullptr);  // running children's proxies deny everything from now on
+    dropSpare(*s);
     proxy = std::move(s->proxy);
     for (auto& [id, run] : s->runs) {
       if (auto err = platform::signalChild(run->child.pidfd, SIGKILL)) errors.push_back("dispose: " + *err);

@@ -77,6 +77,17 @@ struct ManagerState {
 
   Spawner spawner;  // spawns from one long-lived thread: PDEATHSIG is tied to the spawning thread
 
+  // The spare: one sandbox built ahead, on the spawner thread, under the
+  // rules the last run() derived, so the next run() only has to send its
+  // program (spare.cc). Guarded by `mu`.
+  struct Spare {
+    std::uint64_t generation = 0;
+    std::string fingerprint;                           // of the rules it is built under
+    std::optional<platform::PreparedSandbox> sandbox;  // empty while being built
+  };
+  std::optional<Spare> spare;
+  std::condition_variable spareSettled;  // a build finished (or was given up)
+
   std::mutex auditMu;
   std::function<void(const std::string&)> audit;
 
@@ -93,6 +104,18 @@ void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate);
 // Disposes the sandbox of `generation` (any, when nullopt): kills every
 // in-flight child and waits until each has settled.
 void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint64_t> generation);
+// The spare (spare.cc). takeSpare() waits for a build in progress and returns
+// the sandbox only when it was built for `generation` under rules with this
+// fingerprint and the host objects its mounts hold are still the ones at
+// those paths. Call without `mu` held.
+std::optional<platform::PreparedSandbox> takeSpare(ManagerState& s, std::uint64_t generation,
+                                                   const std::string& fingerprint);
+// Queues the build of a spare under `rules` unless one exists. Without `mu`.
+void scheduleSpare(const std::shared_ptr<ManagerState>& s, std::uint64_t generation, const DerivedRules& rules,
+                   std::optional<std::uint16_t> proxyPort);
+// Gives up the spare (narrow(), dispose()): a sandbox built under wider rules
+// is killed on the spawner thread. The caller holds `mu`.
+void dropSpare(ManagerState& s);
 // Throws std::logic_error when called from inside an audit sink: the sink runs
 // on threads that run() and dispose() wait for.
 void refuseFromAuditSink(std::string_view what);

@@ -145,6 +145,7 @@ Run SandboxHandle::run(RunOptions o) {
   const policy::DriftBaseline baseline = *s.baseline;
   const DeriveContext ctx = s.context;
   const std::string sandboxId = s.sandboxId;
+  const std::uint64_t generation = s.generation;
   lock.unlock();
 
   // Drift: re-derive from the live sources and compare with what was admitted.
@@ -182,15 +183,22 @@ Run SandboxHandle::run(RunOptions o) {
   const bool network = !rules.network().allowedDomains.empty();
   std::optional<std::uint16_t> proxyPort;
   if (network) proxyPort = kSandboxProxyPort;
-  platform::SpawnRequest request{.rules = rules,
-                                 .argv = o.argv,
-                                 .cwd = o.cwd,
-                                 .env = childEnvironment(rules, environ, o.env, proxyPort),
-                                 .proxyPort = proxyPort,
-                                 .newSession = true,
-                                 .stdio = platform::Stdio::kPipe,
-                                 .onMissingLayer = platform::OnMissingLayer::kRefuse};
-  auto spawned = s.spawner.call([&request] { return platform::spawn(request); });
+  platform::ProgramRequest program{o.argv, o.cwd, childEnvironment(rules, environ, o.env, proxyPort)};
+  // Under the session's rules, the spare built after the last run() has
+  // everything but the program; the next one is built when this one is out.
+  std::optional<platform::PreparedSandbox> spare;
+  if (!o.policy) spare = detail::takeSpare(s, generation, rules.fingerprint());
+  auto spawned = spare ? platform::launch(std::move(*spare), program) : s.spawner.call([&] {
+    return platform::spawn(platform::SpawnRequest{.rules = rules,
+                                                  .argv = program.argv,
+                                                  .cwd = program.cwd,
+                                                  .env = program.env,
+                                                  .proxyPort = proxyPort,
+                                                  .newSession = true,
+                                                  .stdio = platform::Stdio::kPipe,
+                                                  .onMissingLayer = platform::OnMissingLayer::kRefuse});
+  });
+  if (!o.policy) detail::scheduleSpare(state_, generation, rules, proxyPort);
   if (auto* err = std::get_if<platform::SpawnError>(&spawned)) {
     s.writeAudit("spawn-failed", {{"correlationId", o.correlationId}, {"message", err->message()}});
     throw SandboxError(ErrorCode::kSpawnFailed, "run(): " + err->message());

@@ -27,9 +27,10 @@ class Spawner {
     post([&task] { task(); });
     return result.get();
   }
+  // Queues `job` without waiting for it.
+  void post(std::function<void()> job);
 
  private:
-  void post(std::function<void()> job);
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;

@@ -21,12 +21,13 @@ const char* setupStepName(SetupStep step) noexcept {
     case SetupStep::kLoopback: return "loopback";
     case SetupStep::kProxyListeners: return "proxy-listeners";
     case SetupStep::kMounts: return "mounts";
-    case SetupStep::kWorkingDir: return "working-directory";
     case SetupStep::kLimits: return "limits";
     case SetupStep::kCapabilities: return "capabilities";
     case SetupStep::kNoNewPrivs: return "no-new-privs";
     case SetupStep::kLandlock: return "landlock";
     case SetupStep::kSeccomp: return "seccomp";
+    case SetupStep::kProgram: return "program";
+    case SetupStep::kWorkingDir: return "working-directory";
     case SetupStep::kExec: return "exec";
   }
   return "unknown";

@@ -23,18 +23,22 @@ enum class SetupStep : std::int32_t {
   kLoopback,
   kProxyListeners,
   kMounts,
-  kWorkingDir,
   kLimits,
   kCapabilities,
   kNoNewPrivs,
   kLandlock,
   kSeccomp,
+  kProgram,   // receiving argv, env and cwd from the supervisor
+  kWorkingDir,
   kExec,
 };
 
 // "mounts", "landlock", ...: the name used in messages.
 const char* setupStepName(SetupStep step) noexcept;
 
+// The child writes whole ChildError records to the error pipe. A record whose
+// step is kNone is not a failure: it says the sandbox is built and waits for
+// its program (spawn.cc, prepare()). EOF means the program was exec'd.
 struct ChildError {
   std::int32_t step = 0;   // SetupStep
   std::int32_t error = 0;  // errno

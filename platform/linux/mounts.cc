@@ -238,6 +238,20 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
 
 }  // namespace
 
+std::vector<FileIdentity> coveredObjects(const MountPlan& plan) {
+  std::vector<FileIdentity> out;
+  auto add = [&out](const std::string& path) {
+    if (beneath(path, "/proc")) return;  // the sandbox's own /proc, not a host object
+    struct stat st;
+    out.push_back(::lstat(path.c_str(), &st) == 0 ? FileIdentity{st.st_dev, st.st_ino} : FileIdentity{});
+  };
+  for (const auto* list : {&plan.writable, &plan.readOnly, &plan.uncoverableDenyWrite, &plan.pinned, &plan.carveOuts,
+                           &plan.innerMasks})
+    for (const auto& p : *list) add(p);
+  for (const auto& m : plan.masks) add(m.path);
+  return out;
+}
+
 MountPlan planMounts(const DerivedRules& rules) {
   const auto& fs = rules.filesystem();
   MountPlan plan;

@@ -18,6 +18,8 @@
 // can neither redirect a writable bind nor move a mask.
 #pragma once
 
+#include <sys/types.h>
+
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +56,17 @@ struct MountPlan {
 };
 
 MountPlan planMounts(const DerivedRules& rules);
+
+// The host objects the mounts of `plan` bind, cover or pin, by (device,
+// inode) per path ({0, 0} for a missing one), in plan order. Mounts hold
+// objects, not names: a sandbox built earlier still shows the host as the
+// rules say while coveredObjects() of its plan is unchanged (prepare()).
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+std::vector<FileIdentity> coveredObjects(const MountPlan& plan);
 
 // Child side. Builds the view under a private staging tmpfs, pivots into it
 // and leaves the process at "/". False with `error` filled on failure.

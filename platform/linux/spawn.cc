@@ -1,5 +1,7 @@
-// spawn(): the parent prepares everything that allocates (mount plan, Landlock
-// plan, compiled seccomp program, argv/envp arrays), then clone3()s.
+// prepare()/launch()/spawn(): the parent prepares everything that allocates
+// (mount plan, Landlock plan, compiled seccomp program), then clone3()s. The
+// child builds the sandbox, reports ready, and waits for its program on the
+// command socket: argv, env and cwd, which it maps into memory of its own.
 //
 // ASYNC-SIGNAL-SAFE from childMain() down: the child runs in a copy of a
 // possibly multi-threaded parent, so between clone and exec it calls only
@@ -9,6 +11,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -39,6 +42,7 @@ struct ChildPlan {
   int errorFd = -1;         // write end of the error pipe (CLOEXEC)
   int statusFd = -1;        // write end of the program-status pipe (kept by init)
   int channelFd = -1;       // proxy listener channel, or -1
+  int commandFd = -1;       // the program arrives here (receiveProgram())
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   uid_t uid = 0;
@@ -48,15 +52,29 @@ struct ChildPlan {
   const LandlockPlan* landlock = nullptr;
   const SeccompProgram* seccomp = nullptr;
   RlimitPlan limits;
+};
+
+// The program as the child received it, in memory it mapped itself.
+struct ProgramView {
   const char* cwd = nullptr;
   const char* path = nullptr;  // PATH for the program search
   char* const* argv = nullptr;
   char* const* envp = nullptr;
 };
 
-[[noreturn]] void report(const ChildPlan& plan, ChildError& error) noexcept {
-  const char* p = reinterpret_cast<const char*>(&error);
-  std::size_t left = sizeof(error);
+// The command socket's message: this header, then `bytes` bytes holding
+// cwd, PATH, argv[0..argc) and env[0..envc), each NUL-terminated.
+struct ProgramHeader {
+  std::uint32_t bytes = 0;
+  std::uint32_t argc = 0;
+  std::uint32_t envc = 0;
+};
+// execve() itself refuses more than this (MAX_ARG_STRLEN * 32 is far above).
+constexpr std::uint32_t kMaxProgramBytes = 16u << 20;
+
+void writeRecord(const ChildPlan& plan, const ChildError& record) noexcept {
+  const char* p = reinterpret_cast<const char*>(&record);
+  std::size_t left = sizeof(record);
   while (left > 0) {
     ssize_t n = ::write(plan.errorFd, p, left);
     if (n < 0 && errno == EINTR) continue;
@@ -64,7 +82,86 @@ struct ChildPlan {
     p += n;
     left -= static_cast<std::size_t>(n);
   }
+}
+
+[[noreturn]] void report(const ChildPlan& plan, ChildError& error) noexcept {
+  writeRecord(plan, error);
   ::_exit(kSetupFailedExit);
+}
+
+// Reads exactly `size` bytes; false on EOF or error (errno 0 on EOF).
+bool readFully(int fd, void* into, std::size_t size) noexcept {
+  char* p = static_cast<char*>(into);
+  while (size > 0) {
+    ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = 0;
+      return false;
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Receives the program from the supervisor into fresh anonymous memory.
+// Returns false with `error` filled on a malformed message; exits quietly
+// when the supervisor closed the socket without one (the sandbox was
+// discarded before use).
+bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& error) noexcept {
+  ProgramHeader header;
+  if (!readFully(plan.commandFd, &header, sizeof header)) {
+    if (errno == 0) ::_exit(0);
+    error.add("read(command socket)");
+    return error.fail(SetupStep::kProgram);
+  }
+  if (header.bytes == 0 || header.bytes > kMaxProgramBytes || header.argc == 0 || header.argc > header.bytes ||
+      header.envc > header.bytes) {
+    errno = EPROTO;
+    error.add("program message: bad header");
+    return error.fail(SetupStep::kProgram);
+  }
+  const std::size_t pointers = (std::size_t{header.argc} + header.envc + 2) * sizeof(char*);
+  void* memory = ::mmap(nullptr, pointers + header.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) {
+    error.add("mmap(").number(static_cast<long long>(pointers + header.bytes)).add(") for the program");
+    return error.fail(SetupStep::kProgram);
+  }
+  char** slots = static_cast<char**>(memory);
+  char* text = static_cast<char*>(memory) + pointers;
+  if (!readFully(plan.commandFd, text, header.bytes)) {
+    if (errno == 0) errno = EPROTO;
+    error.add("read(command socket): program message cut short");
+    return error.fail(SetupStep::kProgram);
+  }
+  // cwd, PATH, argc + envc strings; each slot list ends with nullptr.
+  const std::size_t strings = std::size_t{header.argc} + header.envc + 2;
+  const char* found[2] = {nullptr, nullptr};
+  std::size_t index = 0, slot = 0, at = 0;
+  for (; at < header.bytes && index < strings; ++index) {
+    char* start = text + at;
+    const void* nul = std::memchr(start, '\0', header.bytes - at);
+    if (nul == nullptr) break;
+    at = static_cast<std::size_t>(static_cast<const char*>(nul) - text) + 1;
+    if (index < 2) {
+      found[index] = start;
+      continue;
+    }
+    slots[slot++] = start;
+    if (index - 2 + 1 == header.argc) slots[slot++] = nullptr;  // end of argv
+  }
+  if (index != strings || at != header.bytes) {
+    errno = EPROTO;
+    error.add("program message: wrong number of strings");
+    return error.fail(SetupStep::kProgram);
+  }
+  slots[slot] = nullptr;  // end of env
+  program.cwd = found[0];
+  program.path = found[1];
+  program.argv = slots;
+  program.envp = slots + header.argc + 1;
+  return true;
 }
 
 [[noreturn]] void fail(const ChildPlan& plan, ChildError& error, SetupStep step) noexcept {
@@ -74,15 +171,15 @@ struct ChildPlan {
 }
 
 // execve() of the program, searching PATH when argv[0] has no '/'.
-[[noreturn]] void execProgram(const ChildPlan& plan, ChildError& error) noexcept {
-  const char* file = plan.argv[0];
+[[noreturn]] void execProgram(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
+  const char* file = program.argv[0];
   if (std::strchr(file, '/') != nullptr) {
-    ::execve(file, plan.argv, plan.envp);
+    ::execve(file, program.argv, program.envp);
     error.add("execve(").quoted(file).add(")");
     fail(plan, error, SetupStep::kExec);
   }
   int firstSignificant = 0;
-  const char* dir = plan.path;
+  const char* dir = program.path;
   char candidate[4096];
   while (true) {
     const char* end = std::strchr(dir, ':');
@@ -98,14 +195,14 @@ struct ChildPlan {
       }
       candidate[n++] = '/';
       std::memcpy(candidate + n, file, fileLen + 1);
-      ::execve(candidate, plan.argv, plan.envp);
+      ::execve(candidate, program.argv, program.envp);
       if (errno != ENOENT && errno != ENOTDIR && firstSignificant == 0) firstSignificant = errno;
     }
     if (!end) break;
     dir = end + 1;
   }
   errno = firstSignificant != 0 ? firstSignificant : ENOENT;
-  error.add("execve(").quoted(file).add(" searched in PATH=").quoted(plan.path).add(")");
+  error.add("execve(").quoted(file).add(" searched in PATH=").quoted(program.path).add(")");
   fail(plan, error, SetupStep::kExec);
 }
 
@@ -122,7 +219,7 @@ void forwardSignal(int sig) noexcept {
 // forks the program (pid 2), forwards termination signals to it, reaps
 // orphans, writes the program's status to the status pipe and exits with the
 // shell code. Its exit makes the kernel kill whatever is left in the sandbox.
-[[noreturn]] void runInit(const ChildPlan& plan, ChildError& error) noexcept {
+[[noreturn]] void runInit(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
   static const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
   for (int sig : kForwarded) {
     struct sigaction action = {};
@@ -138,26 +235,28 @@ void forwardSignal(int sig) noexcept {
     error.add("prctl(PR_SET_DUMPABLE, 0)");
     fail(plan, error, SetupStep::kExec);
   }
-  long program = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  // fork(), without libc's atfork machinery
-  if (program < 0) {
-    error.add("clone(SIGCHLD) for the program");
+  // vfork(): init is a copy of the supervisor, whose address space may be
+  // large; the program borrows it until execve() instead of copying its page
+  // tables (init waits meanwhile). The child only calls execve()/write()/_exit().
+  pid_t pid = ::vfork();
+  if (pid < 0) {
+    error.add("vfork() for the program");
     fail(plan, error, SetupStep::kExec);
   }
-  if (program == 0) {
+  if (pid == 0) {
     ::close(plan.statusFd);
-    execProgram(plan, error);
+    execProgram(plan, program, error);
   }
-  gProgramPid = static_cast<sig_atomic_t>(program);
+  gProgramPid = static_cast<sig_atomic_t>(pid);
   // init never execs, so CLOEXEC does not clean its table: close every fd it
   // inherited from the supervisor (other sandboxes' pipes, sockets, ...) and
   // its stdio, keeping only the status pipe. Closing the error pipe gives the
   // parent EOF once the program has exec'd.
   const unsigned keep = static_cast<unsigned>(plan.statusFd);
   if ((keep > 0 && abi::closeRange(0, keep - 1, 0) != 0) || abi::closeRange(keep + 1, ~0U, 0) != 0) {
-    ::kill(static_cast<pid_t>(program), SIGKILL);
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
     ::_exit(kSetupFailedExit);
   }
-  ::prctl(PR_SET_NAME, "stockade-init", 0, 0, 0);
   for (;;) {
     int status = 0;
     pid_t reaped = ::waitpid(-1, &status, 0);
@@ -165,7 +264,7 @@ void forwardSignal(int sig) noexcept {
       if (errno == EINTR) continue;
       ::_exit(kSetupFailedExit);  // ECHILD without having seen the program: cannot happen
     }
-    if (reaped != static_cast<pid_t>(program)) continue;  // an orphan
+    if (reaped != static_cast<pid_t>(pid)) continue;  // an orphan
     std::int32_t record[2] = {WIFSIGNALED(status) ? 1 : 0, WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status)};
     ssize_t ignored = ::write(plan.statusFd, record, sizeof(record));
     (void)ignored;
@@ -177,6 +276,7 @@ void forwardSignal(int sig) noexcept {
 // itself and exits.
 [[noreturn]] void childMain(const ChildPlan& plan) noexcept {
   ChildError error;
+  ::prctl(PR_SET_NAME, "stockade-init", 0, 0, 0);  // also while it waits for its program
 
   // Signals: dispositions the parent ignored would survive exec, and the
   // parent blocked everything around clone; start the program clean.
@@ -227,16 +327,23 @@ void forwardSignal(int sig) noexcept {
     ::close(plan.channelFd);
   }
   if (!applyMounts(*plan.mounts, error)) report(plan, error);
-  if (::chdir(plan.cwd) != 0) {
-    error.add("chdir(").quoted(plan.cwd).add(")");
-    fail(plan, error, SetupStep::kWorkingDir);
-  }
   if (!applyRlimits(plan.limits, error)) report(plan, error);
   if (!dropCapabilities(error)) report(plan, error);
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
   if (plan.seccomp && !installSeccomp(*plan.seccomp, error)) report(plan, error);
-  runInit(plan, error);
+
+  // Built: say so, then wait for the program. Everything from here on runs
+  // under every layer above.
+  writeRecord(plan, ChildError{});
+  ProgramView program;
+  if (!receiveProgram(plan, program, error)) report(plan, error);
+  ::close(plan.commandFd);
+  if (::chdir(program.cwd) != 0) {
+    error.add("chdir(").quoted(program.cwd).add(")");
+    fail(plan, error, SetupStep::kWorkingDir);
+  }
+  runInit(plan, program, error);
 }
 
 std::vector<std::string> landlockWritable(const DerivedRules& rules) {
@@ -249,27 +356,74 @@ std::vector<std::string> landlockWritable(const DerivedRules& rules) {
   return out;
 }
 
-std::vector<char*> cStrings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
 SpawnError parentError(SetupStep step, std::string call, int err, std::string detail = {}) {
   return SpawnError{step, std::move(call), err, std::move(detail)};
 }
 
-void validate(const SpawnRequest& request) {
-  if (request.argv.empty() || request.argv[0].empty())
+void validate(const ProgramRequest& program) {
+  if (program.argv.empty() || program.argv[0].empty())
     throw std::invalid_argument("spawn: argv must name a program");
-  if (!request.cwd.starts_with("/")) throw std::invalid_argument("spawn: cwd must be absolute, got \"" + request.cwd + "\"");
-  for (const auto& e : request.env)
+  if (!program.cwd.starts_with("/")) throw std::invalid_argument("spawn: cwd must be absolute, got \"" + program.cwd + "\"");
+  for (const auto& e : program.env)
     if (e.find('=') == std::string::npos || e.starts_with("="))
       throw std::invalid_argument("spawn: env entry \"" + e + "\" is not NAME=VALUE");
-  for (const auto& a : request.argv)
+  for (const auto& a : program.argv)
     if (a.find('\0') != std::string::npos) throw std::invalid_argument("spawn: argv entry contains NUL");
+  if (program.cwd.find('\0') != std::string::npos) throw std::invalid_argument("spawn: cwd contains NUL");
+}
+
+// The command socket's message for `program` (ProgramHeader, then strings).
+std::string encodeProgram(const ProgramRequest& program) {
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& e : program.env)
+    if (e.starts_with("PATH=")) path = e.substr(5);
+  std::string text;
+  text.append(program.cwd).push_back('\0');
+  text.append(path).push_back('\0');
+  for (const auto* list : {&program.argv, &program.env})
+    for (const auto& item : *list) text.append(item).push_back('\0');
+  if (text.size() > kMaxProgramBytes)
+    throw std::invalid_argument("spawn: argv, env and cwd take " + std::to_string(text.size()) + " bytes; at most " +
+                                std::to_string(kMaxProgramBytes) + " can be passed to a program");
+  ProgramHeader header{static_cast<std::uint32_t>(text.size()), static_cast<std::uint32_t>(program.argv.size()),
+                       static_cast<std::uint32_t>(program.env.size())};
+  return std::string(reinterpret_cast<const char*>(&header), sizeof header) + text;
+}
+
+// Sends all of `bytes`; the errno of the failure otherwise (EPIPE: the
+// sandbox's init is gone, its error record says why).
+int sendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+// Reads one record from the error pipe; the number of bytes got (0: EOF).
+std::size_t readRecord(int fd, ChildError& record) {
+  std::size_t got = 0;
+  while (got < sizeof(record)) {
+    ssize_t n = ::read(fd, reinterpret_cast<char*>(&record) + got, sizeof(record) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  return got;
+}
+
+// The failure a record (of `got` bytes) reports.
+SpawnError childFailure(ChildError& record, std::size_t got, const std::string& cwd) {
+  if (got == 0) return parentError(SetupStep::kPrepare, "", 0, "the sandbox's init ended without a report");
+  if (got != sizeof(record)) return parentError(SetupStep::kPrepare, "", 0, "child sent a truncated error report");
+  record.call[sizeof(record.call) - 1] = '\0';
+  SpawnError error = parentError(static_cast<SetupStep>(record.step), record.call, record.error);
+  if (error.step == SetupStep::kWorkingDir && error.error == ENOENT && (cwd == "/tmp" || cwd.starts_with("/tmp/")))
+    error.detail = "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when "
+                   "it is write-allowed (filesystem.allowWrite)";
+  return error;
 }
 
 // Blocks every signal for the lifetime of the object (around clone3, so no
@@ -304,7 +458,9 @@ std::string SpawnError::message() const {
   return out;
 }
 
-EnforcementReport probeEnforcement(const SpawnRequest& request) {
+namespace {
+
+EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
   EnforcementReport r;
   r.userNamespace = r.mountNamespace = r.pidNamespace = r.networkNamespace = r.ipcNamespace = r.utsNamespace = true;
   r.cgroupNamespace = cgroupNamespaceAvailable();
@@ -325,13 +481,12 @@ EnforcementReport probeEnforcement(const SpawnRequest& request) {
       r.degradations.push_back("landlock: ABI " + std::to_string(r.landlockAbi) +
                                " < 6: abstract unix sockets and signals are not scoped (the namespaces still isolate them)");
   }
-  const auto& limits = request.rules.limits();
+  const auto& limits = rules.limits();
   if (limits.pids != 0)
     r.degradations.push_back("limits.pids: not enforced (needs a delegated cgroup, which stockade does not manage yet)");
-  if (!request.rules.network().allowUnixSockets.empty())
+  if (!rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
-  const MountPlan mounts = planMounts(request.rules);
   for (const auto& p : mounts.uncoverableDenyWrite)
     r.degradations.push_back("filesystem: write-denied path \"" + p +
                              "\" does not exist; its creation cannot be prevented without a placeholder on the host");
@@ -342,16 +497,47 @@ EnforcementReport probeEnforcement(const SpawnRequest& request) {
   return r;
 }
 
-std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
-  validate(request);
-  Child child;
-  child.enforcement = probeEnforcement(request);
+}  // namespace
+
+EnforcementReport probeEnforcement(const SpawnRequest& request) {
+  return probe(request.rules, planMounts(request.rules));
+}
+
+PreparedSandbox::~PreparedSandbox() { discard(); }
+
+PreparedSandbox& PreparedSandbox::operator=(PreparedSandbox&& other) noexcept {
+  if (this != &other) {
+    discard();
+    child_ = std::move(other.child_);
+    command_ = std::move(other.command_);
+    errors_ = std::move(other.errors_);
+    channel_ = std::move(other.channel_);
+    ready_ = other.ready_;
+    mounts_ = std::move(other.mounts_);
+    covered_ = std::move(other.covered_);
+  }
+  return *this;
+}
+
+void PreparedSandbox::discard() noexcept {
+  if (!child_.pidfd) return;
+  (void)signalChild(child_.pidfd, SIGKILL);
+  (void)platform::waitExit(child_.pidfd);
+  child_.pidfd.reset();
+}
+
+bool PreparedSandbox::matchesHost() const { return coveredObjects(mounts_) == covered_; }
+
+std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request) {
+  PreparedSandbox sandbox;
+  Child& child = sandbox.child_;
+  sandbox.mounts_ = planMounts(request.rules);
+  child.enforcement = probe(request.rules, sandbox.mounts_);
   if (!child.enforcement.degradations.empty() && request.onMissingLayer == OnMissingLayer::kRefuse)
     return parentError(SetupStep::kPrepare, "", 0,
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
-  const MountPlan mounts = planMounts(request.rules);
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
   landlock.writable = landlockWritable(request.rules);
@@ -360,28 +546,28 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   auto program = seccompProgram({!request.rules.network().allowUnixSockets.empty()});
   if (auto* e = std::get_if<std::string>(&program)) return parentError(SetupStep::kPrepare, "", 0, *e);
 
-  std::vector<char*> argv = cStrings(request.argv);
-  std::vector<char*> envp = cStrings(request.env);
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& e : request.env)
-    if (e.starts_with("PATH=")) path = e.substr(5);
-
   int errorPipe[2];
   if (::pipe2(errorPipe, O_CLOEXEC) != 0)
     return parentError(SetupStep::kPrepare, "pipe2(O_CLOEXEC)", errno);
-  UniqueFd errorRead(errorPipe[0]), errorWrite(errorPipe[1]);
+  sandbox.errors_.reset(errorPipe[0]);
+  UniqueFd errorWrite(errorPipe[1]);
   int statusPipe[2];
   if (::pipe2(statusPipe, O_CLOEXEC) != 0)
     return parentError(SetupStep::kPrepare, "pipe2(O_CLOEXEC)", errno);
   child.programStatus.reset(statusPipe[0]);
   UniqueFd statusWrite(statusPipe[1]);
+  int command[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, command) != 0)
+    return parentError(SetupStep::kPrepare, "socketpair(AF_UNIX, SOCK_STREAM)", errno);
+  sandbox.command_.reset(command[0]);
+  UniqueFd commandChild(command[1]);
 
-  UniqueFd channelParent, channelChild;
+  UniqueFd channelChild;
   if (request.proxyPort) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
       return parentError(SetupStep::kPrepare, "socketpair(AF_UNIX, SOCK_SEQPACKET)", errno);
-    channelParent.reset(pair[0]);
+    sandbox.channel_.reset(pair[0]);
     channelChild.reset(pair[1]);
   }
   UniqueFd childStdio[3];
@@ -403,20 +589,18 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   plan.errorFd = errorWrite.get();
   plan.statusFd = statusWrite.get();
   plan.channelFd = channelChild.get();
+  plan.commandFd = commandChild.get();
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
   plan.uid = ::geteuid();
   plan.gid = ::getegid();
   plan.proxyPort = request.proxyPort;
-  plan.mounts = &mounts;
+  plan.mounts = &sandbox.mounts_;
   plan.landlock = &landlock;
   plan.seccomp = std::get<const SeccompProgram*>(program);
   plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
                  request.rules.limits().memoryBytes};
-  plan.cwd = request.cwd.c_str();
-  plan.path = path.c_str();
-  plan.argv = argv.data();
-  plan.envp = envp.data();
+  sandbox.covered_ = coveredObjects(sandbox.mounts_);
 
   int pidfd = -1;
   abi::CloneArgs args;
@@ -437,42 +621,66 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
-  errorWrite.reset();
-  statusWrite.reset();
-  channelChild.reset();
-  for (auto& fd : childStdio) fd.reset();
+  return sandbox;  // the child's ends close here
+}
 
-  // EOF on the error pipe: exec succeeded. A full record: a step failed.
-  ChildError failure;
-  std::size_t got = 0;
-  while (got < sizeof(failure)) {
-    ssize_t n = ::read(errorRead.get(), reinterpret_cast<char*>(&failure) + got, sizeof(failure) - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
+std::optional<SpawnError> PreparedSandbox::awaitReady() {
+  ChildError record;
+  std::size_t got = readRecord(errors_.get(), record);
+  if (got != sizeof(record) || record.step != static_cast<std::int32_t>(SetupStep::kNone)) {
+    discard();
+    return childFailure(record, got, "");
   }
-  if (got != 0) {
-    (void)platform::waitExit(child.pidfd);
-    failure.call[sizeof(failure.call) - 1] = '\0';
-    if (got != sizeof(failure))
-      return parentError(SetupStep::kPrepare, "", 0, "child sent a truncated error report");
-    SpawnError error = parentError(static_cast<SetupStep>(failure.step), failure.call, failure.error);
-    if (error.step == SetupStep::kWorkingDir && error.error == ENOENT &&
-        (request.cwd == "/tmp" || request.cwd.starts_with("/tmp/")))
-      error.detail = "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when "
-                     "it is write-allowed (filesystem.allowWrite)";
-    return error;
-  }
-  if (request.proxyPort) {
-    auto listeners = receiveProxyListeners(channelParent.get());
+  ready_ = true;
+  if (channel_) {
+    auto listeners = receiveProxyListeners(channel_.get());
     if (auto* e = std::get_if<std::string>(&listeners)) {
-      (void)signalChild(child.pidfd, SIGKILL);
-      (void)platform::waitExit(child.pidfd);
+      discard();
       return parentError(SetupStep::kProxyListeners, "", 0, *e);
     }
-    child.proxyListeners = std::move(std::get<std::vector<UniqueFd>>(listeners));
+    child_.proxyListeners = std::move(std::get<std::vector<UniqueFd>>(listeners));
+    channel_.reset();
   }
-  return child;
+  return std::nullopt;
+}
+
+std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest& request) {
+  auto started = PreparedSandbox::start(request);
+  if (auto* sandbox = std::get_if<PreparedSandbox>(&started))
+    if (auto error = sandbox->awaitReady()) return *error;
+  return started;
+}
+
+std::variant<Child, SpawnError> launch(PreparedSandbox&& prepared, const ProgramRequest& program) {
+  validate(program);
+  const std::string message = encodeProgram(program);
+  PreparedSandbox sandbox = std::move(prepared);  // used up, whatever happens
+  // Sent before the ready record is read when spawn() did not wait for it:
+  // the socket holds the program until the init asks for it.
+  const int sendError = sendAll(sandbox.command_.get(), message);
+  sandbox.command_.reset();
+  if (!sandbox.ready_)
+    if (auto error = sandbox.awaitReady()) return *error;
+  ChildError record;
+  if (std::size_t got = readRecord(sandbox.errors_.get(), record); got != 0) {
+    sandbox.discard();
+    return childFailure(record, got, program.cwd);
+  }
+  if (sendError != 0) {  // exec'd without its program cannot happen; kept as the protocol's check
+    sandbox.discard();
+    return parentError(SetupStep::kProgram, "send(command socket)", sendError);
+  }
+  // EOF on the error pipe: the program was exec'd.
+  sandbox.errors_.reset();
+  return std::move(sandbox.child_);
+}
+
+std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
+  ProgramRequest program = request.program();
+  validate(program);
+  auto started = PreparedSandbox::start(request.sandbox());
+  if (auto* error = std::get_if<SpawnError>(&started)) return std::move(*error);
+  return launch(std::move(std::get<PreparedSandbox>(started)), program);
 }
 
 namespace {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "platform/linux/child_error.h"
+#include "platform/linux/mounts.h"
 #include "platform/linux/process.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
@@ -42,15 +43,34 @@ enum class OnMissingLayer {
   kRunAndReport,   // run, listing every missing layer in Child::enforcement
 };
 
-struct SpawnRequest {
+// The sandbox, without its program: everything prepare() needs.
+struct SandboxRequest {
   const DerivedRules& rules;
-  std::vector<std::string> argv;   // argv[0] without '/' is searched in the env's PATH, inside the sandbox
-  std::string cwd;                 // absolute; must be visible inside the sandbox
-  std::vector<std::string> env;    // "K=V", final: passed to execve as is
   std::optional<std::uint16_t> proxyPort;  // see Child::proxyListeners
   bool newSession = true;          // setsid() in the child
   Stdio stdio = Stdio::kInherit;
   OnMissingLayer onMissingLayer = OnMissingLayer::kRefuse;
+};
+
+// The program, given to launch().
+struct ProgramRequest {
+  std::vector<std::string> argv;   // argv[0] without '/' is searched in the env's PATH, inside the sandbox
+  std::string cwd;                 // absolute; must be visible inside the sandbox
+  std::vector<std::string> env;    // "K=V", final: passed to execve as is
+};
+
+struct SpawnRequest {
+  const DerivedRules& rules;
+  std::vector<std::string> argv;   // as ProgramRequest
+  std::string cwd;
+  std::vector<std::string> env;
+  std::optional<std::uint16_t> proxyPort;  // see Child::proxyListeners
+  bool newSession = true;          // setsid() in the child
+  Stdio stdio = Stdio::kInherit;
+  OnMissingLayer onMissingLayer = OnMissingLayer::kRefuse;
+
+  SandboxRequest sandbox() const { return {rules, proxyPort, newSession, stdio, onMissingLayer}; }
+  ProgramRequest program() const { return {argv, cwd, env}; }
 };
 
 // Which layers are active for one child.
@@ -103,7 +123,52 @@ struct SpawnError {
 
 // Caller bugs (empty argv, relative cwd, env entries without '=') throw
 // std::invalid_argument. Everything else is a SpawnError.
+// spawn() is launch(prepare()) without waiting in between.
 std::variant<Child, SpawnError> spawn(const SpawnRequest& request);
+
+// A sandbox built ahead of its program: namespaces, mounts, limits,
+// capabilities, Landlock and seccomp are all in place, and the sandbox's init
+// waits for launch() to send the program. Single use. Destroying one that was
+// not launched kills and reaps it.
+class PreparedSandbox {
+ public:
+  PreparedSandbox(PreparedSandbox&&) noexcept = default;
+  PreparedSandbox& operator=(PreparedSandbox&&) noexcept;
+  ~PreparedSandbox();
+
+  const EnforcementReport& enforcement() const noexcept { return child_.enforcement; }
+  // False when a path the mounts bind, cover or pin now names another object
+  // than when the sandbox was built (e.g. a write-allowed directory deleted
+  // and made again, a .git/hooks replaced): the sandbox would show the old
+  // objects, so launch it only while this holds.
+  bool matchesHost() const;
+
+ private:
+  PreparedSandbox() = default;
+  // clone3() and the child's setup, without waiting for it.
+  static std::variant<PreparedSandbox, SpawnError> start(const SandboxRequest& request);
+  // Reads the child's first report: ready, or the step that failed.
+  std::optional<SpawnError> awaitReady();
+  void discard() noexcept;
+  friend std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest&);
+  friend std::variant<Child, SpawnError> launch(PreparedSandbox&&, const ProgramRequest&);
+  friend std::variant<Child, SpawnError> spawn(const SpawnRequest&);
+
+  Child child_;
+  UniqueFd command_;     // socket to the init: the program goes here
+  UniqueFd errors_;      // read end of the error pipe
+  UniqueFd channel_;     // proxy listener channel, until the listeners are received
+  bool ready_ = false;   // the init reported its setup complete
+  MountPlan mounts_;
+  std::vector<FileIdentity> covered_;  // coveredObjects(mounts_) before clone
+};
+
+// Builds a sandbox and waits until its setup is complete. Thread: as spawn()
+// (the parent-death signal is tied to the calling thread).
+std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest& request);
+// Runs the program in a prepared sandbox and returns once it was exec'd. Any
+// thread. Throws std::invalid_argument for caller bugs, as spawn().
+std::variant<Child, SpawnError> launch(PreparedSandbox&& sandbox, const ProgramRequest& program);
 
 // Waits for the program and reaps the sandbox: the program's own status
 // (exit code, or the signal that killed it), or, when the sandbox was killed

@@ -6,6 +6,8 @@
 #include <future>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -369,6 +371,87 @@ TEST_F(ManagerTest, ConcurrentRunNarrowAndDisposeAreSafe) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(completed + refused, 40);
   EXPECT_FALSE(h.isEpochLive(h.epoch()));
+}
+
+// --- the spare: a sandbox built ahead for the next run() (src/spare.cc) ---
+
+// Pids of this process's children named stockade-init: sandboxes that exist,
+// running a program or waiting for one.
+std::vector<int> sandboxInits() {
+  std::vector<int> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    auto close = line.rfind(')');
+    auto open = line.find('(');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == ::getpid() && line.substr(open + 1, close - open - 1) == "stockade-init")
+      out.push_back(std::stoi(line.substr(0, open)));
+  }
+  return out;
+}
+
+// True when exactly one sandbox exists and it has finished building: its init
+// blocks in read(2) on the command socket, the only read it makes before exec.
+bool oneSpareWaiting() {
+  auto inits = sandboxInits();
+  if (inits.size() != 1) return false;
+  std::ifstream syscall("/proc/" + std::to_string(inits[0]) + "/syscall");
+  std::string number;
+  return syscall >> number && number == "0";
+}
+
+template <typename Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 200; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+TEST_F(ManagerTest, ASpareIsBuiltAfterARunAndKilledByDispose) {
+  SandboxHandle h = create(policy());
+  EXPECT_EQ(runSh(h, "echo ok").out, "ok\n");
+  ASSERT_TRUE(eventually(oneSpareWaiting)) << "no spare sandbox was built after run()";
+  h.dispose();
+  EXPECT_TRUE(eventually([] { return sandboxInits().empty(); })) << "dispose() left a spare sandbox running";
+}
+
+TEST_F(ManagerTest, ASpareIsNotUsedOnceTheWorkspaceItBoundWasReplaced) {
+  SandboxHandle h = create(policy());
+  EXPECT_EQ(runSh(h, "echo ok").out, "ok\n");
+  ASSERT_TRUE(eventually(oneSpareWaiting));
+  // Same path, new directory (a CI runner re-cloning its workspace): the
+  // spare's bind holds the deleted one.
+  std::filesystem::remove_all(work_);
+  std::filesystem::create_directory(work_);
+  EXPECT_EQ(runSh(h, "echo hi > " + work_ + "/f && echo ok").out, "ok\n");
+  std::ifstream written(work_ + "/f");
+  std::string text;
+  std::getline(written, text);
+  EXPECT_EQ(text, "hi") << "the child wrote into the replaced directory, not the one at the path now";
+}
+
+TEST_F(ManagerTest, ASpareDoesNotLeaveAReplacedGitHooksDirectoryWritable) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.dir("work/.git/hooks");
+  SandboxHandle h = create(policy());
+  EXPECT_NE(runSh(h, "echo x > " + work_ + "/.git/hooks/pre-commit && echo written").out, "written\n");
+  ASSERT_TRUE(eventually(oneSpareWaiting));
+  // The rules are unchanged (.git/hooks exists either way), but the spare's
+  // read-only bind covers the old directory.
+  std::filesystem::rename(work_ + "/.git/hooks", work_ + "/.git/old-hooks");
+  std::filesystem::create_directory(work_ + "/.git/hooks");
+  auto out = runSh(h, "echo x > " + work_ + "/.git/hooks/pre-commit && echo written");
+  EXPECT_NE(out.out, "written\n") << "a new .git/hooks was writable through a sandbox built before it existed";
+  EXPECT_FALSE(std::filesystem::exists(work_ + "/.git/hooks/pre-commit"));
+  EXPECT_EQ(runSh(h, "echo x > " + work_ + "/notes && echo written").out, "written\n");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "platform/linux/landlock.h"
 #include "stockade/rules.h"
@@ -207,6 +208,57 @@ TEST_F(SpawnTest, ByDefaultAMissingLayerRefusesTheSpawnNamingIt) {
   ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
   EXPECT_FALSE(std::get<Child>(ran).enforcement.degradations.empty());
   (void)waitExit(std::get<Child>(ran));
+}
+
+// --- prepare() and launch(): the sandbox first, the program later ---
+
+TEST_F(SpawnTest, APreparedSandboxRunsTheProgramItIsSentLater) {
+  auto rules = rulesFor(dir_);
+  auto prepared = prepare(request(rules, {"unused"}).sandbox());
+  ASSERT_TRUE(std::holds_alternative<PreparedSandbox>(prepared)) << std::get<SpawnError>(prepared).message();
+  EXPECT_TRUE(std::get<PreparedSandbox>(prepared).matchesHost());
+  // More than a socket buffer of arguments (each under execve's 128 KiB per
+  // string), so the program arrives in pieces.
+  std::string big(100'000, 'a');
+  auto launched = launch(std::move(std::get<PreparedSandbox>(prepared)),
+                         {{"/bin/sh", "-c", "echo $((${#1} + ${#2} + ${#3})) $PWD $FOO", "sh", big, big, big},
+                          dir_,
+                          {"PATH=/usr/bin:/bin", "FOO=bar"}});
+  ASSERT_TRUE(std::holds_alternative<Child>(launched)) << std::get<SpawnError>(launched).message();
+  auto& child = std::get<Child>(launched);
+  EXPECT_EQ(readAll(child.stdoutPipe), "300000 " + dir_ + " bar\n");
+  auto status = waitExit(child);
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  EXPECT_EQ(std::get<ExitStatus>(status).value, 0);
+}
+
+TEST_F(SpawnTest, LaunchReportsAMissingWorkingDirectoryAndProgram) {
+  auto rules = rulesFor(dir_);
+  for (auto [program, step] : {std::pair<ProgramRequest, SetupStep>{{{"/bin/true"}, dir_ + "/missing", {}}, SetupStep::kWorkingDir},
+                               {{{"/no/such/program"}, dir_, {}}, SetupStep::kExec}}) {
+    auto prepared = prepare(request(rules, {"unused"}).sandbox());
+    ASSERT_TRUE(std::holds_alternative<PreparedSandbox>(prepared)) << std::get<SpawnError>(prepared).message();
+    auto launched = launch(std::move(std::get<PreparedSandbox>(prepared)), program);
+    ASSERT_TRUE(std::holds_alternative<SpawnError>(launched));
+    EXPECT_EQ(std::get<SpawnError>(launched).step, step) << std::get<SpawnError>(launched).message();
+    EXPECT_EQ(std::get<SpawnError>(launched).error, ENOENT);
+  }
+}
+
+TEST_F(SpawnTest, ASandboxDroppedBeforeLaunchIsKilledAndReaped) {
+  auto rules = rulesFor(dir_);
+  pid_t pid;
+  {
+    auto prepared = prepare(request(rules, {"unused"}).sandbox());
+    ASSERT_TRUE(std::holds_alternative<PreparedSandbox>(prepared)) << std::get<SpawnError>(prepared).message();
+    auto children = std::filesystem::path("/proc/self/task") / std::to_string(::gettid()) / "children";
+    std::ifstream list(children);
+    ASSERT_TRUE(list >> pid) << "the prepared sandbox's init is not a child of this thread";
+    EXPECT_EQ(::kill(pid, 0), 0);
+  }
+  // Reaped: the pid is gone (not even a zombie is left).
+  EXPECT_EQ(::kill(pid, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
 }
 
 }  // namespace
