@@ -23,6 +23,7 @@ const char* setupStepName(SetupStep step) noexcept {
     case SetupStep::kMounts: return "mounts";
     case SetupStep::kWorkingDir: return "working-directory";
     case SetupStep::kLimits: return "limits";
+    case SetupStep::kPidsCgroup: return "pids-cgroup";
     case SetupStep::kCapabilities: return "capabilities";
     case SetupStep::kNoNewPrivs: return "no-new-privs";
     case SetupStep::kLandlock: return "landlock";

@@ -25,6 +25,7 @@ enum class SetupStep : std::int32_t {
   kMounts,
   kWorkingDir,
   kLimits,
+  kPidsCgroup,  // limits.pids: the sandbox's cgroup (parent side, and the child's wait for it)
   kCapabilities,
   kNoNewPrivs,
   kLandlock,

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "platform/linux/cgroup.h"
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/mounts.h"
@@ -39,6 +40,7 @@ struct ChildPlan {
   int errorFd = -1;         // write end of the error pipe (CLOEXEC)
   int statusFd = -1;        // write end of the program-status pipe (kept by init)
   int channelFd = -1;       // proxy listener channel, or -1
+  int pidsCgroupSync[2] = {-1, -1};  // cgroup v1 only: wait on [0] until the parent has placed us ([1] is its end)
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   uid_t uid = 0;
@@ -236,6 +238,7 @@ void forwardSignal(int sig) noexcept {
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
   if (plan.seccomp && !installSeccomp(*plan.seccomp, error)) report(plan, error);
+  if (!waitForPidsCgroup(plan.pidsCgroupSync[0], plan.pidsCgroupSync[1], error)) report(plan, error);
   runInit(plan, error);
 }
 
@@ -326,8 +329,11 @@ EnforcementReport probeEnforcement(const SpawnRequest& request) {
                                " < 6: abstract unix sockets and signals are not scoped (the namespaces still isolate them)");
   }
   const auto& limits = request.rules.limits();
-  if (limits.pids != 0)
-    r.degradations.push_back("limits.pids: not enforced (needs a delegated cgroup, which stockade does not manage yet)");
+  if (limits.pids != 0) {
+    auto controller = findPidsController();
+    if (auto* h = std::get_if<PidsHierarchy>(&controller)) r.pidsLimit = h->mechanism;
+    else r.degradations.push_back("limits.pids: not enforced: " + std::get<std::string>(controller));
+  }
   if (!request.rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
@@ -351,6 +357,22 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
+  UniqueFd pidsSyncRead, pidsSyncWrite;
+  if (child.enforcement.pidsLimit != PidsMechanism::kNone) {
+    auto controller = findPidsController();
+    if (auto* e = std::get_if<std::string>(&controller)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
+    auto cgroup = PidsCgroup::create(std::get<PidsHierarchy>(controller), request.rules.limits().pids);
+    if (auto* e = std::get_if<std::string>(&cgroup)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
+    child.pidsCgroup = std::get<PidsCgroup>(std::move(cgroup));
+    child.enforcement.pidsLimit = child.pidsCgroup.mechanism();
+    child.enforcement.pidsCgroup = child.pidsCgroup.path();
+    if (child.pidsCgroup.mechanism() == PidsMechanism::kCgroupV1) {
+      int p[2];
+      if (::pipe2(p, O_CLOEXEC) != 0) return parentError(SetupStep::kPrepare, "pipe2(O_CLOEXEC)", errno);
+      pidsSyncRead.reset(p[0]);
+      pidsSyncWrite.reset(p[1]);
+    }
+  }
   const MountPlan mounts = planMounts(request.rules);
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
@@ -403,6 +425,8 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   plan.errorFd = errorWrite.get();
   plan.statusFd = statusWrite.get();
   plan.channelFd = channelChild.get();
+  plan.pidsCgroupSync[0] = pidsSyncRead.get();
+  plan.pidsCgroupSync[1] = pidsSyncWrite.get();
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
   plan.uid = ::geteuid();
@@ -423,6 +447,10 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   args.flags = CLONE_PIDFD | namespaceCloneFlags(child.enforcement.cgroupNamespace);
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exitSignal = SIGCHLD;
+  if (child.pidsCgroup.mechanism() == PidsMechanism::kCgroup2) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(child.pidsCgroup.dirFd());
+  }
   long pid;
   {
     SignalBlock block;
@@ -432,11 +460,27 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   if (pid < 0) {
     return parentError(SetupStep::kClone, "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
                                           "CLONE_NEWIPC|CLONE_NEWUTS" +
-                                              std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") + ")",
+                                              std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
+                                              (args.cgroup != 0 ? "|CLONE_INTO_CGROUP, cgroup=\"" + child.pidsCgroup.path() + "\")" : ")"),
                        errno);
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
+  // cgroup v1: place the child, then let it go on (it waits before forking
+  // the program). On failure it is killed; its own error, if it sent one
+  // first, takes precedence below.
+  std::optional<SpawnError> placement;
+  if (pidsSyncWrite) {
+    if (auto e = child.pidsCgroup.addProcess(child.pid)) {
+      placement = parentError(SetupStep::kPidsCgroup, "", 0, *e);
+      (void)signalChild(child.pidfd, SIGKILL);
+    } else if (::write(pidsSyncWrite.get(), "g", 1) != 1) {
+      placement = parentError(SetupStep::kPidsCgroup, "write(pids cgroup hand-off pipe, 1)", errno);
+      (void)signalChild(child.pidfd, SIGKILL);
+    }
+    pidsSyncWrite.reset();
+    pidsSyncRead.reset();
+  }
   errorWrite.reset();
   statusWrite.reset();
   channelChild.reset();
@@ -463,6 +507,10 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
                      "it is write-allowed (filesystem.allowWrite)";
     return error;
   }
+  if (placement) {
+    (void)platform::waitExit(child.pidfd);
+    return *placement;
+  }
   if (request.proxyPort) {
     auto listeners = receiveProxyListeners(channelParent.get());
     if (auto* e = std::get_if<std::string>(&listeners)) {
@@ -488,13 +536,19 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
 
 std::variant<ExitStatus, std::string> waitExit(const Child& child) {
   auto status = platform::waitExit(child.pidfd);
-  if (auto* s = std::get_if<ExitStatus>(&status)) return programStatus(child, *s);
+  if (auto* s = std::get_if<ExitStatus>(&status)) {
+    (void)child.pidsCgroup.remove();  // every task is gone: init was reaped, and it outlives them all
+    return programStatus(child, *s);
+  }
   return status;
 }
 
 std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout) {
   auto status = platform::waitExitFor(child.pidfd, timeout);
-  if (auto* s = std::get_if<std::optional<ExitStatus>>(&status); s && *s) return std::optional(programStatus(child, **s));
+  if (auto* s = std::get_if<std::optional<ExitStatus>>(&status); s && *s) {
+    (void)child.pidsCgroup.remove();
+    return std::optional(programStatus(child, **s));
+  }
   return status;
 }
 
