@@ -1,4 +1,4 @@
-// ASYNC-SIGNAL-SAFE: waitForPidsCgroup() only (it runs between clone and
+// ASYNC-SIGNAL-SAFE: joinPidsCgroup() only (it runs between clone and
 // exec). Everything else runs in the parent.
 #include "platform/linux/cgroup.h"
 
@@ -242,13 +242,10 @@ std::variant<PidsCgroup, std::string> PidsCgroup::create(const PidsHierarchy& hi
   return cgroup;
 }
 
-std::optional<std::string> PidsCgroup::addProcess(pid_t pid) const {
-  std::string text = std::to_string(pid);
-  UniqueFd procs(::openat(dir_.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
-  if (!procs) return "open(\"" + path_ + "/cgroup.procs\", O_WRONLY) failed: " + errnoText(errno);
-  if (::write(procs.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    return "write(\"" + path_ + "/cgroup.procs\", \"" + text + "\") failed: " + errnoText(errno);
-  return std::nullopt;
+std::variant<UniqueFd, std::string> PidsCgroup::openForSelfJoin() const {
+  UniqueFd tasks(::openat(dir_.get(), "tasks", O_WRONLY | O_CLOEXEC));
+  if (!tasks) return "open(\"" + path_ + "/tasks\", O_WRONLY) failed: " + errnoText(errno);
+  return tasks;
 }
 
 std::optional<std::string> PidsCgroup::remove() const {
@@ -263,19 +260,15 @@ std::optional<std::string> PidsCgroup::remove() const {
   }
 }
 
-bool waitForPidsCgroup(int readFd, int parentEnd, ChildError& error) noexcept {
-  if (readFd < 0) return true;
-  ::close(parentEnd);  // else EOF never comes if the parent gives up
-  char byte;
-  for (;;) {
-    ssize_t n = ::read(readFd, &byte, 1);
-    if (n == 1) break;
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) errno = EPIPE;  // the parent closed the pipe without placing us
-    error.add("read(pids cgroup hand-off pipe, 1)");
+bool joinPidsCgroup(int tasksFd, ChildError& error) noexcept {
+  if (tasksFd < 0) return true;
+  // "0": the writer itself; through "tasks", that thread alone, which lets
+  // the kernel skip the global threadgroup lock (cgroup_procs_write_start()).
+  if (::write(tasksFd, "0", 1) != 1) {
+    error.add("write(<pids cgroup>/tasks, \"0\")");
     return error.fail(SetupStep::kPidsCgroup);
   }
-  ::close(readFd);
+  ::close(tasksFd);
   return true;
 }
 

@@ -9,9 +9,13 @@
 //      (clone3(CLONE_INTO_CGROUP), Linux 5.7).
 //   2. cgroup v1: our own cgroup in the hierarchy that carries the pids
 //      controller, when we may create a child cgroup there. v1 has no
-//      CLONE_INTO_CGROUP: the parent writes the child's pid into the new
-//      cgroup's cgroup.procs while the child waits on a pipe
-//      (waitForPidsCgroup()) before it can fork.
+//      CLONE_INTO_CGROUP: the parent opens the new cgroup's "tasks" file and
+//      the child, still single-threaded, writes "0" (itself) into it
+//      (joinPidsCgroup()) before it forks the program. Not the parent
+//      writing the child's pid into cgroup.procs: that takes the global
+//      cgroup_threadgroup_rwsem for writing, an RCU grace period (~12 ms
+//      here) on every first move of a process; a thread moving itself
+//      skips that lock. The permission check uses the opener's credentials.
 // Neither usable (an unprivileged user without a delegated cgroup): the
 // caller reports a degradation, it never runs silently unlimited.
 //
@@ -82,8 +86,8 @@ class PidsCgroup {
   // The directory, for clone_args.cgroup (kCgroup2).
   int dirFd() const noexcept { return dir_.get(); }
 
-  // cgroup v1: moves `pid` (in the caller's pid namespace) into the cgroup.
-  std::optional<std::string> addProcess(pid_t pid) const;
+  // cgroup v1: the cgroup's "tasks" file, opened for joinPidsCgroup().
+  std::variant<UniqueFd, std::string> openForSelfJoin() const;
 
   // rmdir(); call once every task in it has been reaped. Idempotent (a
   // directory already gone is not an error). Waits briefly while the kernel
@@ -96,11 +100,11 @@ class PidsCgroup {
   UniqueFd dir_;
 };
 
-// The v1 hand-off: a pipe on which the parent writes one byte once the child
-// is in its cgroup. ASYNC-SIGNAL-SAFE (runs between clone and exec): closes
-// the child's copy of the parent's end, then blocks until that byte arrives;
-// EOF (the parent gave up) is a failure of the "pids-cgroup" step. No-op
-// for readFd < 0.
-bool waitForPidsCgroup(int readFd, int parentEnd, ChildError& error) noexcept;
+// cgroup v1, in the child: moves the calling thread -- the whole process,
+// as long as it is single-threaded -- into the cgroup whose "tasks" file
+// `tasksFd` is (openForSelfJoin()), then closes it. ASYNC-SIGNAL-SAFE (runs
+// between clone and exec); a failure is the "pids-cgroup" step's. No-op for
+// tasksFd < 0.
+bool joinPidsCgroup(int tasksFd, ChildError& error) noexcept;
 
 }  // namespace stockade::platform

@@ -40,7 +40,7 @@ struct ChildPlan {
   int errorFd = -1;         // write end of the error pipe (CLOEXEC)
   int statusFd = -1;        // write end of the program-status pipe (kept by init)
   int channelFd = -1;       // proxy listener channel, or -1
-  int pidsCgroupSync[2] = {-1, -1};  // cgroup v1 only: wait on [0] until the parent has placed us ([1] is its end)
+  int pidsCgroupTasks = -1;  // cgroup v1 only: the sandbox cgroup's "tasks" file, to join before forking
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   uid_t uid = 0;
@@ -238,7 +238,7 @@ void forwardSignal(int sig) noexcept {
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
   if (plan.seccomp && !installSeccomp(*plan.seccomp, error)) report(plan, error);
-  if (!waitForPidsCgroup(plan.pidsCgroupSync[0], plan.pidsCgroupSync[1], error)) report(plan, error);
+  if (!joinPidsCgroup(plan.pidsCgroupTasks, error)) report(plan, error);
   runInit(plan, error);
 }
 
@@ -357,7 +357,7 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
-  UniqueFd pidsSyncRead, pidsSyncWrite;
+  UniqueFd pidsCgroupTasks;
   if (child.enforcement.pidsLimit != PidsMechanism::kNone) {
     auto controller = findPidsController();
     if (auto* e = std::get_if<std::string>(&controller)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
@@ -367,10 +367,9 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
     child.enforcement.pidsLimit = child.pidsCgroup.mechanism();
     child.enforcement.pidsCgroup = child.pidsCgroup.path();
     if (child.pidsCgroup.mechanism() == PidsMechanism::kCgroupV1) {
-      int p[2];
-      if (::pipe2(p, O_CLOEXEC) != 0) return parentError(SetupStep::kPrepare, "pipe2(O_CLOEXEC)", errno);
-      pidsSyncRead.reset(p[0]);
-      pidsSyncWrite.reset(p[1]);
+      auto tasks = child.pidsCgroup.openForSelfJoin();
+      if (auto* e = std::get_if<std::string>(&tasks)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
+      pidsCgroupTasks = std::get<UniqueFd>(std::move(tasks));
     }
   }
   const MountPlan mounts = planMounts(request.rules);
@@ -425,8 +424,7 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   plan.errorFd = errorWrite.get();
   plan.statusFd = statusWrite.get();
   plan.channelFd = channelChild.get();
-  plan.pidsCgroupSync[0] = pidsSyncRead.get();
-  plan.pidsCgroupSync[1] = pidsSyncWrite.get();
+  plan.pidsCgroupTasks = pidsCgroupTasks.get();
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
   plan.uid = ::geteuid();
@@ -466,21 +464,7 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
-  // cgroup v1: place the child, then let it go on (it waits before forking
-  // the program). On failure it is killed; its own error, if it sent one
-  // first, takes precedence below.
-  std::optional<SpawnError> placement;
-  if (pidsSyncWrite) {
-    if (auto e = child.pidsCgroup.addProcess(child.pid)) {
-      placement = parentError(SetupStep::kPidsCgroup, "", 0, *e);
-      (void)signalChild(child.pidfd, SIGKILL);
-    } else if (::write(pidsSyncWrite.get(), "g", 1) != 1) {
-      placement = parentError(SetupStep::kPidsCgroup, "write(pids cgroup hand-off pipe, 1)", errno);
-      (void)signalChild(child.pidfd, SIGKILL);
-    }
-    pidsSyncWrite.reset();
-    pidsSyncRead.reset();
-  }
+  pidsCgroupTasks.reset();
   errorWrite.reset();
   statusWrite.reset();
   channelChild.reset();
@@ -506,10 +490,6 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
       error.detail = "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when "
                      "it is write-allowed (filesystem.allowWrite)";
     return error;
-  }
-  if (placement) {
-    (void)platform::waitExit(child.pidfd);
-    return *placement;
   }
   if (request.proxyPort) {
     auto listeners = receiveProxyListeners(channelParent.get());
