@@ -250,14 +250,28 @@ std::variant<UniqueFd, std::string> PidsCgroup::openForSelfJoin() const {
 
 std::optional<std::string> PidsCgroup::remove() const {
   if (!valid()) return std::nullopt;
-  // The last tasks leave the cgroup shortly after their parent has reaped
-  // them; until then rmdir() says EBUSY.
+  // An exiting task may still be counted for a moment after it was reaped
+  // (rmdir() says EBUSY); not seen on 6.18, so the wait is short (100 ms).
   for (int attempt = 0;; ++attempt) {
     if (::rmdir(path_.c_str()) == 0 || errno == ENOENT) return std::nullopt;
-    if (errno != EBUSY || attempt == 1000)
+    if (errno != EBUSY || attempt == 100)
       return "rmdir(\"" + path_ + "\") failed: " + errnoText(errno);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+std::variant<SandboxPidsCgroup, std::string> prepareSandboxPidsCgroup(std::uint64_t maxTasks) {
+  auto controller = findPidsController();
+  if (auto* why = std::get_if<std::string>(&controller)) return std::move(*why);
+  auto created = PidsCgroup::create(std::get<PidsHierarchy>(controller), maxTasks);
+  if (auto* e = std::get_if<std::string>(&created)) return std::move(*e);
+  SandboxPidsCgroup out{std::get<PidsCgroup>(std::move(created)), {}};
+  if (out.cgroup.mechanism() == PidsMechanism::kCgroupV1) {
+    auto tasks = out.cgroup.openForSelfJoin();
+    if (auto* e = std::get_if<std::string>(&tasks)) return std::move(*e);
+    out.selfJoin = std::get<UniqueFd>(std::move(tasks));
+  }
+  return out;
 }
 
 bool joinPidsCgroup(int tasksFd, ChildError& error) noexcept {

@@ -90,8 +90,8 @@ class PidsCgroup {
   std::variant<UniqueFd, std::string> openForSelfJoin() const;
 
   // rmdir(); call once every task in it has been reaped. Idempotent (a
-  // directory already gone is not an error). Waits briefly while the kernel
-  // still counts exiting tasks (EBUSY).
+  // directory already gone is not an error). Retries EBUSY for up to 100 ms
+  // (tasks still exiting); with live tasks in it, it fails after that wait.
   std::optional<std::string> remove() const;
 
  private:
@@ -99,6 +99,17 @@ class PidsCgroup {
   std::string path_;
   UniqueFd dir_;
 };
+
+// What spawn() needs for one sandbox: its cgroup and, for cgroup v1, the
+// "tasks" fd the child joins through (invalid for cgroup2, which uses
+// clone_args.cgroup = cgroup.dirFd()).
+struct SandboxPidsCgroup {
+  PidsCgroup cgroup;
+  UniqueFd selfJoin;
+};
+// findPidsController(), PidsCgroup::create(), openForSelfJoin() in one; the
+// error names the failing call (or why no hierarchy is usable).
+std::variant<SandboxPidsCgroup, std::string> prepareSandboxPidsCgroup(std::uint64_t maxTasks);
 
 // cgroup v1, in the child: moves the calling thread -- the whole process,
 // as long as it is single-threaded -- into the cgroup whose "tasks" file

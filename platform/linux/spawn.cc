@@ -357,20 +357,15 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
-  UniqueFd pidsCgroupTasks;
+  UniqueFd pidsCgroupTasks;  // cgroup v1: joined by the child itself
   if (child.enforcement.pidsLimit != PidsMechanism::kNone) {
-    auto controller = findPidsController();
-    if (auto* e = std::get_if<std::string>(&controller)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
-    auto cgroup = PidsCgroup::create(std::get<PidsHierarchy>(controller), request.rules.limits().pids);
-    if (auto* e = std::get_if<std::string>(&cgroup)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
-    child.pidsCgroup = std::get<PidsCgroup>(std::move(cgroup));
-    child.enforcement.pidsLimit = child.pidsCgroup.mechanism();
-    child.enforcement.pidsCgroup = child.pidsCgroup.path();
-    if (child.pidsCgroup.mechanism() == PidsMechanism::kCgroupV1) {
-      auto tasks = child.pidsCgroup.openForSelfJoin();
-      if (auto* e = std::get_if<std::string>(&tasks)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
-      pidsCgroupTasks = std::get<UniqueFd>(std::move(tasks));
-    }
+    auto prepared = prepareSandboxPidsCgroup(request.rules.limits().pids);
+    if (auto* e = std::get_if<std::string>(&prepared)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
+    auto& [cgroup, tasks] = std::get<SandboxPidsCgroup>(prepared);
+    child.enforcement.pidsLimit = cgroup.mechanism();
+    child.enforcement.pidsCgroup = cgroup.path();
+    child.pidsCgroup = std::move(cgroup);
+    pidsCgroupTasks = std::move(tasks);
   }
   const MountPlan mounts = planMounts(request.rules);
   LandlockPlan landlock;
@@ -459,7 +454,7 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
     return parentError(SetupStep::kClone, "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
                                           "CLONE_NEWIPC|CLONE_NEWUTS" +
                                               std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
-                                              (args.cgroup != 0 ? "|CLONE_INTO_CGROUP, cgroup=\"" + child.pidsCgroup.path() + "\")" : ")"),
+                                              (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + child.pidsCgroup.path() + "\")" : ")"),
                        errno);
   }
   child.pid = static_cast<pid_t>(pid);
