@@ -8,6 +8,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "platform/linux/cgroup.h"
 #include "src/manager_internal.h"
 
 namespace stockade {
@@ -100,10 +101,13 @@ void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules r
 
 // An axis the kernel layer cannot narrow here. The caller holds `mu`.
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate) {
-  if (candidate.limits().pids != 0 && candidate.limits().pids != live.limits().pids)
-    throw SandboxError(ErrorCode::kNarrowingUnsupported,
-                       "limits.pids: this host cannot enforce a process-count limit (stockade does not manage a "
-                       "delegated cgroup yet); leave limits.pids as it is");
+  if (candidate.limits().pids != 0 && candidate.limits().pids != live.limits().pids) {
+    auto controller = platform::findPidsController();
+    if (auto* why = std::get_if<std::string>(&controller))
+      throw SandboxError(ErrorCode::kNarrowingUnsupported,
+                         "limits.pids: this host cannot enforce a process-count limit (" + *why +
+                             "); leave limits.pids as it is, or run where a pids cgroup is usable");
+  }
 }
 
 // Kills every in-flight child and waits until each has settled. Returns with

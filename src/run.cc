@@ -262,8 +262,11 @@ Run SandboxHandle::run(RunOptions o) {
     lock.unlock();
     startWaiter(state_, shared);  // from here the waiter settles `completed` and leaves `runs`
     registered = false;
-    s.writeAudit("spawn", {{"runId", shared->runId}, {"correlationId", o.correlationId},
-                           {"fingerprint", rules.fingerprint()}, {"pid", shared->child.pid}});
+    nlohmann::json event = {{"runId", shared->runId}, {"correlationId", o.correlationId},
+                            {"fingerprint", rules.fingerprint()}, {"pid", shared->child.pid}};
+    if (const auto& e = shared->child.enforcement; e.pidsLimit != platform::PidsMechanism::kNone)
+      event["pids"] = {{"mechanism", platform::pidsMechanismName(e.pidsLimit)}, {"cgroup", e.pidsCgroup}};
+    s.writeAudit("spawn", std::move(event));
     return result;
   } catch (...) {
     if (lock.owns_lock()) lock.unlock();

@@ -22,6 +22,7 @@ const char* setupStepName(SetupStep step) noexcept {
     case SetupStep::kProxyListeners: return "proxy-listeners";
     case SetupStep::kMounts: return "mounts";
     case SetupStep::kLimits: return "limits";
+    case SetupStep::kPidsCgroup: return "pids-cgroup";
     case SetupStep::kCapabilities: return "capabilities";
     case SetupStep::kNoNewPrivs: return "no-new-privs";
     case SetupStep::kLandlock: return "landlock";

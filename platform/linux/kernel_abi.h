@@ -43,6 +43,9 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000  // Linux 5.2
 #endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL  // Linux 5.7
+#endif
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000  // Linux 4.6
 #endif
@@ -85,7 +88,8 @@ struct LandlockNetPortAttr {  // ABI 4
   std::uint64_t port;
 };
 
-// struct clone_args as of Linux 5.7 (VER1: set_tid), without cgroup (VER2).
+// struct clone_args as of Linux 5.7 (VER2: set_tid and cgroup). Older
+// kernels accept the larger size as long as the fields they lack are zero.
 struct CloneArgs {
   std::uint64_t flags = 0;
   std::uint64_t pidfd = 0;
@@ -95,6 +99,9 @@ struct CloneArgs {
   std::uint64_t stack = 0;
   std::uint64_t stackSize = 0;
   std::uint64_t tls = 0;
+  std::uint64_t setTid = 0;      // VER1, Linux 5.5
+  std::uint64_t setTidSize = 0;  // VER1
+  std::uint64_t cgroup = 0;      // VER2, Linux 5.7: with CLONE_INTO_CGROUP, a cgroup2 directory fd
 };
 
 struct MountAttr {

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "platform/linux/cgroup.h"
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/mounts.h"
@@ -43,6 +44,7 @@ struct ChildPlan {
   int statusFd = -1;        // write end of the program-status pipe (kept by init)
   int channelFd = -1;       // proxy listener channel, or -1
   int commandFd = -1;       // the program arrives here (receiveProgram())
+  int pidsCgroupTasks = -1;  // cgroup v1 only: the sandbox cgroup's "tasks" file, to join before forking
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   uid_t uid = 0;
@@ -332,6 +334,7 @@ void forwardSignal(int sig) noexcept {
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
   if (plan.seccomp && !installSeccomp(*plan.seccomp, error)) report(plan, error);
+  if (!joinPidsCgroup(plan.pidsCgroupTasks, error)) report(plan, error);
 
   // Built: say so, then wait for the program. Everything from here on runs
   // under every layer above.
@@ -482,8 +485,11 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
                                " < 6: abstract unix sockets and signals are not scoped (the namespaces still isolate them)");
   }
   const auto& limits = rules.limits();
-  if (limits.pids != 0)
-    r.degradations.push_back("limits.pids: not enforced (needs a delegated cgroup, which stockade does not manage yet)");
+  if (limits.pids != 0) {
+    auto controller = findPidsController();
+    if (auto* h = std::get_if<PidsHierarchy>(&controller)) r.pidsLimit = h->mechanism;
+    else r.degradations.push_back("limits.pids: not enforced: " + std::get<std::string>(controller));
+  }
   if (!rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
@@ -522,7 +528,7 @@ PreparedSandbox& PreparedSandbox::operator=(PreparedSandbox&& other) noexcept {
 void PreparedSandbox::discard() noexcept {
   if (!child_.pidfd) return;
   (void)signalChild(child_.pidfd, SIGKILL);
-  (void)platform::waitExit(child_.pidfd);
+  (void)platform::waitExit(child_);  // reaps it and removes its pids cgroup
   child_.pidfd.reset();
 }
 
@@ -538,6 +544,16 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
+  UniqueFd pidsCgroupTasks;  // cgroup v1: joined by the child itself
+  if (child.enforcement.pidsLimit != PidsMechanism::kNone) {
+    auto cgroupPrepared = prepareSandboxPidsCgroup(request.rules.limits().pids);
+    if (auto* e = std::get_if<std::string>(&cgroupPrepared)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
+    auto& [cgroup, tasks] = std::get<SandboxPidsCgroup>(cgroupPrepared);
+    child.enforcement.pidsLimit = cgroup.mechanism();
+    child.enforcement.pidsCgroup = cgroup.path();
+    child.pidsCgroup = std::move(cgroup);
+    pidsCgroupTasks = std::move(tasks);
+  }
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
   landlock.writable = landlockWritable(request.rules);
@@ -590,6 +606,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.statusFd = statusWrite.get();
   plan.channelFd = channelChild.get();
   plan.commandFd = commandChild.get();
+  plan.pidsCgroupTasks = pidsCgroupTasks.get();
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
   plan.uid = ::geteuid();
@@ -607,6 +624,10 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   args.flags = CLONE_PIDFD | namespaceCloneFlags(child.enforcement.cgroupNamespace);
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exitSignal = SIGCHLD;
+  if (child.pidsCgroup.mechanism() == PidsMechanism::kCgroup2) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(child.pidsCgroup.dirFd());
+  }
   long pid;
   {
     SignalBlock block;
@@ -616,7 +637,8 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   if (pid < 0) {
     return parentError(SetupStep::kClone, "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
                                           "CLONE_NEWIPC|CLONE_NEWUTS" +
-                                              std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") + ")",
+                                              std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
+                                              (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + child.pidsCgroup.path() + "\")" : ")"),
                        errno);
   }
   child.pid = static_cast<pid_t>(pid);
@@ -696,13 +718,19 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
 
 std::variant<ExitStatus, std::string> waitExit(const Child& child) {
   auto status = platform::waitExit(child.pidfd);
-  if (auto* s = std::get_if<ExitStatus>(&status)) return programStatus(child, *s);
+  if (auto* s = std::get_if<ExitStatus>(&status)) {
+    (void)child.pidsCgroup.remove();  // every task is gone: init was reaped, and it outlives them all
+    return programStatus(child, *s);
+  }
   return status;
 }
 
 std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout) {
   auto status = platform::waitExitFor(child.pidfd, timeout);
-  if (auto* s = std::get_if<std::optional<ExitStatus>>(&status); s && *s) return std::optional(programStatus(child, **s));
+  if (auto* s = std::get_if<std::optional<ExitStatus>>(&status); s && *s) {
+    (void)child.pidsCgroup.remove();
+    return std::optional(programStatus(child, **s));
+  }
   return status;
 }
 

@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "platform/linux/cgroup.h"
 #include "platform/linux/child_error.h"
 #include "platform/linux/mounts.h"
 #include "platform/linux/process.h"
@@ -88,6 +89,10 @@ struct EnforcementReport {
   bool landlockScopes = false;    // ABI >= 6: abstract unix sockets and signals scoped
   bool seccomp = false;
   bool noNewPrivs = false;
+  // limits.pids: what enforces it (cgroup.h). kNone when no limit is asked
+  // for, or when none is usable -- then a degradation says why.
+  PidsMechanism pidsLimit = PidsMechanism::kNone;
+  std::string pidsCgroup;  // spawn() only: the sandbox's cgroup directory, removed once the sandbox has exited
   // Each entry says what is weaker than the rules call for, and why.
   std::vector<std::string> degradations;
 };
@@ -110,6 +115,9 @@ struct Child {
   // Read end of the pipe on which the sandbox's init (pid 1) reports how the
   // program (pid 2) ended. Use waitExit(const Child&) below.
   UniqueFd programStatus;
+  // limits.pids: the sandbox's cgroup; waitExit() removes it once the
+  // sandbox is gone (and so does its destructor, if nobody waited).
+  PidsCgroup pidsCgroup;
 };
 
 struct SpawnError {
@@ -170,7 +178,7 @@ std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest& request)
 // thread. Throws std::invalid_argument for caller bugs, as spawn().
 std::variant<Child, SpawnError> launch(PreparedSandbox&& sandbox, const ProgramRequest& program);
 
-// Waits for the program and reaps the sandbox: the program's own status
+// Waits for the program and reaps the sandbox (and removes its pids cgroup): the program's own status
 // (exit code, or the signal that killed it), or, when the sandbox was killed
 // from outside, init's (kSignaled, SIGKILL). The errors name waitid()/poll().
 std::variant<ExitStatus, std::string> waitExit(const Child& child);

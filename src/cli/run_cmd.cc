@@ -177,6 +177,10 @@ nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
             {"scopes", r.landlockScopes}}},
           {"seccomp", r.seccomp},
           {"noNewPrivs", r.noNewPrivs},
+          // limits.pids: null when not asked for or not enforced (then a degradation says why)
+          {"pids", r.pidsLimit == platform::PidsMechanism::kNone
+                       ? nlohmann::json(nullptr)
+                       : nlohmann::json{{"mechanism", platform::pidsMechanismName(r.pidsLimit)}, {"cgroup", r.pidsCgroup}}},
           {"degradations", r.degradations}};
 }
 

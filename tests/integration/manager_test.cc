@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "platform/linux/cgroup.h"
 #include "stockade/stockade.h"
 #include "tests/support/manager_fixture.h"
 #include "tests/support/temp_dir.h"
@@ -139,11 +140,40 @@ TEST_F(ManagerTest, NarrowAcceptsAnAddedWriteDenyAndItAppliesToTheNextChild) {
   EXPECT_EQ(runSh(h, "echo y > " + work_ + "/other && echo ok").out, "ok\n");
 }
 
-TEST_F(ManagerTest, NarrowingAnAxisThisHostCannotEnforceIsUnsupportedNamingIt) {
+TEST_F(ManagerTest, NarrowingPidsWithoutAUsablePidsCgroupIsUnsupportedNamingIt) {
+  if (std::holds_alternative<platform::PidsHierarchy>(platform::findPidsController()))
+    GTEST_SKIP() << "a pids cgroup is usable here; the unprivileged re-run covers this";
   SandboxHandle h = create(policy());
   SandboxError e = expectError([&] { h.narrow(policy(R"(,"limits":{"pids":16})")); });
   EXPECT_EQ(e.codeName(), "E_SANDBOX_NARROWING_UNSUPPORTED");
   EXPECT_NE(std::string(e.what()).find("limits.pids"), std::string::npos);
+  // Admitting such a policy succeeds, but its spawns are refused rather than run unlimited.
+  SandboxManager::instance().resetForTesting();
+  SandboxHandle limited = create(policy(R"(,"limits":{"pids":16})"));
+  SandboxError refused = expectError([&] { runSh(limited, "true"); });
+  EXPECT_EQ(refused.codeName(), "E_SANDBOX_SPAWN_FAILED");
+  EXPECT_NE(std::string(refused.what()).find("limits.pids: not enforced"), std::string::npos) << refused.what();
+}
+
+TEST_F(ManagerTest, NarrowedPidsLimitHoldsForTheNextChildAndTheSpawnIsAuditedWithItsCgroup) {
+  auto controller = platform::findPidsController();
+  if (auto* why = std::get_if<std::string>(&controller)) {
+    if (::geteuid() == 0) ADD_FAILURE() << "root, yet: " << *why;
+    GTEST_SKIP() << "no usable pids cgroup for this user: " << *why;
+  }
+  SandboxHandle h = create(policy());
+  EXPECT_EQ(runSh(h, "sleep 5 & sleep 5 & sleep 5 & sleep 5 & echo forked").out, "forked\n");
+  h.narrow(policy(R"(,"limits":{"pids":4})"));
+  // The shell and three children fit; a fourth child does not.
+  EXPECT_EQ(runSh(h, "sleep 5 & sleep 5 & sleep 5 & echo forked").out, "forked\n");
+  auto over = runSh(h, "sleep 5 & sleep 5 & sleep 5 & sleep 5 & echo forked");
+  EXPECT_NE(over.out, "forked\n");
+  EXPECT_TRUE(over.completion.failed) << over.err;
+  const std::string mechanism = platform::pidsMechanismName(std::get<platform::PidsHierarchy>(controller).mechanism);
+  EXPECT_TRUE(auditedWhere([&](const nlohmann::json& j) {
+    return j["event"] == "spawn" && j.contains("pids") && j["pids"]["mechanism"] == mechanism &&
+           !std::filesystem::exists(j["pids"]["cgroup"].get<std::string>());
+  }));
 }
 
 TEST_F(ManagerTest, EpochsDieWithDisposeAndNewWorkIsRefused) {

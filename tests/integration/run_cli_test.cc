@@ -135,18 +135,20 @@ TEST_F(RunCliTest, TheChildSeesItsOwnPidNamespaceAndHostname) {
 
 
 TEST_F(RunCliTest, AMissingEnforcementLayerIsReportedOnStderrAndInTheAuditLog) {
-  // No cgroup is managed yet, so a pids limit cannot be enforced: the run
-  // goes ahead but says so, loudly, in both places.
-  std::ofstream(dir_ + "/limits.json") << R"({"limits": {"pids": 64}})";
+  // Socket files cannot be allowed one by one, so a non-empty
+  // allowUnixSockets is weaker than it reads: the run goes ahead but says
+  // so, loudly, in both places.
+  std::ofstream(dir_ + "/unix.json") << R"({"network": {"allowUnixSockets": ["/run/stockade-test.sock"]}})";
   std::string audit = dir_ + "/audit.jsonl";
-  auto r = runProcess(run({"--policy", dir_ + "/limits.json", "--cwd", dir_, "--audit", audit, "--", "/bin/true"}));
+  auto r = runProcess(run({"--policy", dir_ + "/unix.json", "--cwd", dir_, "--audit", audit, "--", "/bin/true"}));
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_NE(r.err.find("weaker enforcement: limits.pids"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("weaker enforcement: network.allowUnixSockets"), std::string::npos) << r.err;
   std::ifstream in(audit);
   bool degraded = false;
   for (std::string line; std::getline(in, line);) {
     auto event = nlohmann::json::parse(line);
-    if (event["event"] == "degraded" && event["what"].get<std::string>().find("limits.pids") != std::string::npos)
+    if (event["event"] == "degraded" &&
+        event["what"].get<std::string>().find("network.allowUnixSockets") != std::string::npos)
       degraded = true;
   }
   EXPECT_TRUE(degraded);

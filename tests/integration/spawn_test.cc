@@ -194,14 +194,15 @@ namespace {
 TEST_F(SpawnTest, ByDefaultAMissingLayerRefusesTheSpawnNamingIt) {
   DeriveContext ctx = currentContext();
   ctx.cwd = dir_;
-  auto policy = SandboxPolicy::fromJson(R"({"limits": {"pids": 64}})");
+  // Socket files cannot be allowed one by one: always a degradation.
+  auto policy = SandboxPolicy::fromJson(R"({"network": {"allowUnixSockets": ["/run/stockade-test.sock"]}})");
   auto derived = derive(policy, ctx);
   ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived));
   const auto& rules = std::get<DerivedRules>(derived);
   SpawnRequest req{rules, {"/bin/true"}, dir_, {}};
   auto refused = spawn(req);  // onMissingLayer defaults to kRefuse
   ASSERT_TRUE(std::holds_alternative<SpawnError>(refused));
-  EXPECT_NE(std::get<SpawnError>(refused).message().find("limits.pids"), std::string::npos)
+  EXPECT_NE(std::get<SpawnError>(refused).message().find("network.allowUnixSockets"), std::string::npos)
       << std::get<SpawnError>(refused).message();
   req.onMissingLayer = OnMissingLayer::kRunAndReport;
   auto ran = spawn(req);
@@ -259,6 +260,116 @@ TEST_F(SpawnTest, ASandboxDroppedBeforeLaunchIsKilledAndReaped) {
   // Reaped: the pid is gone (not even a zombie is left).
   EXPECT_EQ(::kill(pid, 0), -1);
   EXPECT_EQ(errno, ESRCH);
+}
+
+}  // namespace
+}  // namespace stockade::platform
+
+namespace stockade::platform {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// As root, on a host that mounts a pids hierarchy, the pids limit must be
+// enforced; otherwise (the unprivileged re-run) it must be reported.
+bool pidsCgroupRequired() {
+  return ::geteuid() == 0 && !pidsHierarchies(slurp("/proc/self/mountinfo"), slurp("/proc/self/cgroup")).empty();
+}
+
+// This process's sandbox cgroups still present in `dir`.
+std::vector<std::string> ourCgroups(const std::string& dir) {
+  std::vector<std::string> out;
+  const std::string prefix = "stockade-" + std::to_string(::getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().string());
+  return out;
+}
+
+class PidsLimitTest : public SpawnTest {
+ protected:
+  DerivedRules rulesWithPids(std::uint64_t pids) {
+    DeriveContext ctx = currentContext();
+    ctx.cwd = dir_;
+    auto derived = derive(SandboxPolicy::fromJson(R"({"limits": {"pids": )" + std::to_string(pids) + "}}"), ctx);
+    if (auto* e = std::get_if<PolicyError>(&derived)) throw std::runtime_error(e->text());
+    return std::get<DerivedRules>(std::move(derived));
+  }
+  // The usable hierarchy, or skips (as a user without one: the refusal test covers that).
+  std::optional<PidsHierarchy> controllerOrSkip() {
+    auto found = findPidsController();
+    if (auto* h = std::get_if<PidsHierarchy>(&found)) return *h;
+    if (pidsCgroupRequired()) ADD_FAILURE() << "root on a host with a pids hierarchy: " << std::get<std::string>(found);
+    return std::nullopt;
+  }
+};
+
+TEST_F(PidsLimitTest, TheSandboxRunsInItsOwnPidsCgroupWhichIsRemovedWhenItExits) {
+  auto controller = controllerOrSkip();
+  if (!controller) GTEST_SKIP() << "no usable pids cgroup for this user";
+  auto rules = rulesWithPids(5);
+  auto spawned = spawn(request(rules, {"/bin/sh", "-c", "echo ready; read x"}));
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  EXPECT_EQ(child.enforcement.pidsLimit, controller->mechanism);
+  EXPECT_TRUE(child.enforcement.degradations.empty());
+  const std::string cgroup = child.enforcement.pidsCgroup;
+  EXPECT_TRUE(cgroup.starts_with(controller->ownCgroupDir + "/stockade-" + std::to_string(::getpid()) + "-")) << cgroup;
+  char buf[6];
+  ASSERT_EQ(::read(child.stdoutPipe.get(), buf, 6), 6);
+  EXPECT_EQ(slurp(cgroup + "/pids.max"), "6\n");  // the program's 5, and the sandbox's init
+  // init (pid 1 inside) and the shell: init was there before the shell forked.
+  EXPECT_NE(slurp(cgroup + "/cgroup.procs").find(std::to_string(child.pid) + "\n"), std::string::npos);
+  EXPECT_EQ(slurp(cgroup + "/pids.current"), "2\n");
+  child.stdinPipe.reset();
+  auto status = waitExit(child);
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  EXPECT_EQ(std::get<ExitStatus>(status).shellCode(), 1);  // `read` saw EOF
+  EXPECT_FALSE(std::filesystem::exists(cgroup)) << cgroup << " left behind";
+}
+
+TEST_F(PidsLimitTest, ASpawnThatFailsInSetupLeavesNoCgroupBehind) {
+  auto controller = controllerOrSkip();
+  if (!controller) GTEST_SKIP() << "no usable pids cgroup for this user";
+  auto rules = rulesWithPids(5);
+  auto req = request(rules, {"/bin/true"});
+  req.cwd = dir_ + "/does-not-exist";
+  auto spawned = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<SpawnError>(spawned));
+  EXPECT_EQ(std::get<SpawnError>(spawned).step, SetupStep::kWorkingDir) << std::get<SpawnError>(spawned).message();
+  EXPECT_EQ(ourCgroups(controller->ownCgroupDir), std::vector<std::string>{});
+  // The neighbour: the same rules in an existing directory run.
+  auto ran = spawn(request(rules, {"/bin/true"}));
+  ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
+  auto status = waitExit(std::get<Child>(ran));
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  EXPECT_EQ(std::get<ExitStatus>(status).shellCode(), 0);
+  EXPECT_EQ(ourCgroups(controller->ownCgroupDir), std::vector<std::string>{});
+}
+
+TEST_F(PidsLimitTest, WithoutAUsablePidsCgroupAPidsLimitIsRefusedOrReportedNeverSilentlyDropped) {
+  auto found = findPidsController();
+  if (std::holds_alternative<PidsHierarchy>(found))
+    GTEST_SKIP() << "a pids cgroup is usable here (" << std::get<PidsHierarchy>(found).ownCgroupDir
+                 << "); the unprivileged re-run covers the refusal";
+  ASSERT_FALSE(pidsCgroupRequired()) << std::get<std::string>(found);
+  auto rules = rulesWithPids(64);
+  SpawnRequest req{rules, {"/bin/true"}, dir_, {}};
+  auto refused = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<SpawnError>(refused));
+  EXPECT_NE(std::get<SpawnError>(refused).message().find("limits.pids: not enforced"), std::string::npos)
+      << std::get<SpawnError>(refused).message();
+  req.onMissingLayer = OnMissingLayer::kRunAndReport;
+  auto ran = spawn(req);
+  ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
+  const auto& report = std::get<Child>(ran).enforcement;
+  EXPECT_EQ(report.pidsLimit, PidsMechanism::kNone);
+  EXPECT_TRUE(report.pidsCgroup.empty());
+  ASSERT_FALSE(report.degradations.empty());
+  EXPECT_TRUE(report.degradations.front().starts_with("limits.pids: not enforced")) << report.degradations.front();
+  (void)waitExit(std::get<Child>(ran));
 }
 
 }  // namespace

@@ -94,6 +94,14 @@ int main(int argc, char** argv) {
   if (op == "cat") return cat(arg(2));
   if (op == "ls") return list(arg(2));
   if (op == "write") return write(arg(2));
+  if (op == "write-text") {  // write-text PATH TEXT: an existing file, no O_CREAT/O_TRUNC (cgroup files)
+    int fd = ::open(arg(2), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return result(-1, "open");
+    const std::string_view text = arg(3);
+    int rc = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : result(-1, "write");
+    ::close(fd);
+    return rc;
+  }
   if (op == "mkdir") return result(::mkdir(arg(2), 0755), "mkdir");
   if (op == "symlink") return result(::symlink(arg(2), arg(3)), "symlink");
   if (op == "link") return result(::link(arg(2), arg(3)), "link");
@@ -119,6 +127,39 @@ int main(int argc, char** argv) {
     if (pid == 0) ::_exit(0);
     if (pid < 0) return result(-1, "fork");
     ::waitpid(pid, nullptr, 0);
+    return 0;
+  }
+  if (op == "fork-until-fail") {  // fork-until-fail MAX: children that stay alive until fork fails or MAX exist
+    // Prints "forked=K" (and errno=... when a fork failed), then releases
+    // and reaps them. Exit 0 when MAX children were forked.
+    const long max = std::atol(arg(2));
+    int release[2];
+    if (::pipe(release) != 0) return result(-1, "pipe");
+    long forked = 0;
+    int failure = 0;
+    while (forked < max) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(release[1]);
+        char c;
+        while (::read(release[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        ::_exit(0);
+      }
+      if (pid < 0) {
+        failure = errno;
+        break;
+      }
+      ++forked;
+    }
+    ::close(release[1]);
+    while (::wait(nullptr) > 0 || errno == EINTR) {
+    }
+    std::printf("forked=%ld\n", forked);
+    if (failure != 0) {
+      errno = failure;
+      return result(-1, "fork");
+    }
     return 0;
   }
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
