@@ -135,6 +135,9 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
     s->settled.wait(lock, [&] { return s->runs.empty(); });
   }
   for (const auto& e : errors) s->logError(e);
+  // The spare's end, and that of a build in flight, are queued on the spawner
+  // thread: wait for them, so no sandbox of this session outlives dispose().
+  s->spawner.call([] {});
   proxy.reset();  // joins the proxy's io thread (unless a starting run still holds it), outside the lock
   s->writeAudit("dispose");
 }

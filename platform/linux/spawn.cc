@@ -208,6 +208,28 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
   fail(plan, error, SetupStep::kExec);
 }
 
+// Closes every fd above 2 except the child's own (the plan's). Async-signal-safe.
+bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
+  int keep[] = {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.pidsCgroupTasks};
+  constexpr int kCount = sizeof(keep) / sizeof(keep[0]);
+  for (int i = 1; i < kCount; ++i)  // insertion sort: five entries
+    for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
+  unsigned next = 3;
+  for (int fd : keep) {
+    if (fd < static_cast<int>(next)) continue;  // -1, 0-2, or a duplicate
+    if (static_cast<unsigned>(fd) > next && abi::closeRange(next, static_cast<unsigned>(fd) - 1, 0) != 0) {
+      error.add("close_range(").number(next).add(", ").number(fd - 1).add(", 0)");
+      return error.fail(SetupStep::kCloseFds);
+    }
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  if (abi::closeRange(next, ~0U, 0) != 0 || abi::closeRange(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    error.add("close_range(").number(next).add(", ~0U)");
+    return error.fail(SetupStep::kCloseFds);
+  }
+  return true;
+}
+
 // Set by the init before forwarding starts; read by the signal handler.
 volatile sig_atomic_t gProgramPid = 0;
 
@@ -302,11 +324,12 @@ void forwardSignal(int sig) noexcept {
       fail(plan, error, SetupStep::kStdio);
     }
   }
-  // Every inherited fd above 2 is closed at exec; the error pipe with it.
-  if (abi::closeRange(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    error.add("close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)");
-    fail(plan, error, SetupStep::kCloseFds);
-  }
+  // The child is a copy of the supervisor's fd table: other children's pipe
+  // ends, sockets, listeners. A sandbox can wait a long time for its program
+  // (prepare()), and copies it held would keep other children's stdin from
+  // reaching EOF and the supervisor's exit from being seen; so everything
+  // but its own fds goes now, and its own close at exec.
+  if (!closeAllBut(plan, error)) report(plan, error);
   if (plan.newSession && ::setsid() < 0) {
     error.add("setsid()");
     fail(plan, error, SetupStep::kSession);

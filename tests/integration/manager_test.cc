@@ -426,15 +426,20 @@ std::vector<int> sandboxInits() {
   return out;
 }
 
-// True when exactly one sandbox exists and it has finished building: its init
-// blocks in read(2) on the command socket, the only read it makes before exec.
-bool oneSpareWaiting() {
-  auto inits = sandboxInits();
-  if (inits.size() != 1) return false;
-  std::ifstream syscall("/proc/" + std::to_string(inits[0]) + "/syscall");
-  std::string number;
-  return syscall >> number && number == "0";
+// Sandboxes that have finished building and wait for their program: their
+// init blocks in read(2) on the command socket, the only read it makes.
+int sparesWaiting() {
+  int n = 0;
+  for (int pid : sandboxInits()) {
+    std::ifstream syscall("/proc/" + std::to_string(pid) + "/syscall");
+    std::string number;
+    if (syscall >> number && number == "0") ++n;
+  }
+  return n;
 }
+
+// Exactly one sandbox exists, and it is a built spare.
+bool oneSpareWaiting() { return sandboxInits().size() == 1 && sparesWaiting() == 1; }
 
 template <typename Pred>
 bool eventually(Pred pred) {
@@ -482,6 +487,19 @@ TEST_F(ManagerTest, ASpareDoesNotLeaveAReplacedGitHooksDirectoryWritable) {
   EXPECT_NE(out.out, "written\n") << "a new .git/hooks was writable through a sandbox built before it existed";
   EXPECT_FALSE(std::filesystem::exists(work_ + "/.git/hooks/pre-commit"));
   EXPECT_EQ(runSh(h, "echo x > " + work_ + "/notes && echo written").out, "written\n");
+}
+
+TEST_F(ManagerTest, ASpareHoldsNoCopyOfAnotherChildsStdin) {
+  SandboxHandle h = create(policy());
+  EXPECT_EQ(runSh(h, "echo ok").out, "ok\n");
+  ASSERT_TRUE(eventually(oneSpareWaiting));
+  // cat takes the spare; the next one is built while cat runs, from a
+  // supervisor that holds the write end of cat's stdin.
+  stockade::Run cat = h.run({.argv = {"/bin/cat"}, .correlationId = "cat", .cwd = work_});
+  ASSERT_TRUE(eventually([] { return sparesWaiting() == 1; }));
+  cat.closeStdin();
+  EXPECT_EQ(cat.completed.wait_for(10s), std::future_status::ready)
+      << "cat never saw EOF on stdin: the spare kept a copy of its write end";
 }
 
 }  // namespace
