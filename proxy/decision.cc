@@ -133,13 +133,20 @@ std::string_view addressClassName(AddressClass c) noexcept {
   return "unknown";
 }
 
-Verdict decideAddress(const Verdict& name, std::string_view address, AddressSource source) {
+Verdict decideAddress(const DerivedRules::Network& rules, const Verdict& name, std::string_view address,
+                      AddressSource source) {
   if (!name.allowed() || !name.matchedAllow)
     return deny(name.host, name.port, name.allowed() ? "internal: name verdict has no matched rule" : name.rule);
   auto canonical = policy::canonicalIp(address);
   if (!canonical) return deny(name.host, name.port, "resolved address " + quoted(address) + " is not an IP address");
   auto cls = classifyAddress(*canonical);
   if (!cls) return deny(name.host, name.port, "resolved address " + quoted(address) + " is not an IP address");
+  for (const DomainRule& r : rules.deniedDomains) {
+    if (r.matches(*canonical, name.port))
+      return deny(name.host, name.port,
+                  std::string(source == AddressSource::kLiteral ? "address " : "resolved address ") + *canonical +
+                      " is denied: deniedDomains: " + quoted(r.text()));
+  }
   Verdict v = name;
   if (*cls == AddressClass::kPublic) return v;
   if (source == AddressSource::kOperatorOverride) {

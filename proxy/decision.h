@@ -91,9 +91,14 @@ std::optional<AddressClass> classifyAddress(std::string_view address);
 std::string_view addressClassName(AddressClass c) noexcept;  // "private", "cloud-metadata", ...
 
 // Stage 2: one address the connection would go to. `name` must be an allowed
-// verdict from decide(). A special (non-public) address is refused unless
-// the matched allow entry names that very address, or names `localhost` and
-// the address is loopback, or the address comes from an operator override.
-Verdict decideAddress(const Verdict& name, std::string_view address, AddressSource source);
+// verdict from decide() under the same `rules`. An address that a
+// deniedDomains entry names (with its port, if it has one) is refused, however
+// it was reached: an allowed name resolving to a denied address, or an
+// operator override pointing at one. A special (non-public) address is
+// refused unless the matched allow entry names that very address, or names
+// `localhost` and the address is loopback, or the address comes from an
+// operator override.
+Verdict decideAddress(const DerivedRules::Network& rules, const Verdict& name, std::string_view address,
+                      AddressSource source);
 
 }  // namespace stockade::proxy

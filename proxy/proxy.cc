@@ -545,7 +545,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // and a name that resolves to any special address is refused as a whole.
     std::string rule = t.verdict.rule;
     for (const auto& [address, source] : addresses) {
-      Verdict v = decideAddress(t.verdict, address, source);
+      Verdict v = decideAddress(*rules, t.verdict, address, source);
       if (!v.allowed()) {
         t.verdict = v;
         t.message = v.rule;

@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       rules.allowedDomains.push_back(stockade::DomainRule{"example.com", std::nullopt});
       rules.allowedDomains.push_back(stockade::DomainRule{"127.0.0.1", 80});
       Verdict v = decide(rules, request.host, request.port);
-      if (v.allowed()) (void)decideAddress(v, v.host.isAddress ? v.host.text : "10.0.0.1", AddressSource::kResolved);
+      if (v.allowed()) (void)decideAddress(rules, v, v.host.isAddress ? v.host.text : "10.0.0.1", AddressSource::kResolved);
     } else if (why.status < 400 || why.message.empty()) {
       __builtin_trap();  // every refusal names a 4xx/5xx status and why
     }

@@ -56,6 +56,24 @@ TEST_F(RunNetworkTest, DeniedNameGets403AndBothDecisionsAreAudited) {
   EXPECT_TRUE(denied) << "the proxy's decision is in the --audit log";
 }
 
+TEST_F(RunNetworkTest, AnAllowedNameThatResolvesToADeniedAddressGets403) {
+  std::string port = std::to_string(origin_.port());
+  std::string otherPort = std::to_string(origin_.port() == 65535 ? 1 : origin_.port() + 1);
+  // origin.test is allowed, and --resolve points it at 127.0.0.1, which is denied on this port.
+  auto r = run("curl -s -o /dev/null -w '%{http_code}' " + url("origin.test"),
+               R"(["origin.test"],"deniedDomains":["127.0.0.1:)" + port + R"("])");
+  EXPECT_EQ(r.out, "403") << r.err;
+  bool named = false;
+  for (const auto& e : auditEvents())
+    named = named || (e["event"] == "proxy" && e["verdict"] == "denied" &&
+                      e["rule"].get<std::string>().find("127.0.0.1 is denied") != std::string::npos);
+  EXPECT_TRUE(named) << "the audit event names the denied address";
+  // The same address denied on another port does not touch this one.
+  auto ok = run("curl -sS " + url("origin.test", "/hello"), R"(["origin.test"],"deniedDomains":["127.0.0.1:)" +
+                                                                otherPort + R"("])");
+  EXPECT_EQ(ok.out, "hello\n") << ok.err;
+}
+
 TEST_F(RunNetworkTest, DirectTcpAndUdpToTheHostLoopbackFail) {
   // A UDP socket on the host's loopback that the child tries to reach.
   platform::UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));

@@ -210,24 +210,44 @@ TEST(DecisionTest, SpecialResolvedAddressesNeedAnExplicitEntry) {
     auto rules = network({c.allowEntry});
     Verdict name = decide(rules, c.host, 8080);
     ASSERT_TRUE(name.allowed()) << c.host << ": " << name.rule;
-    Verdict v = decideAddress(name, c.address, c.source);
+    Verdict v = decideAddress(rules, name, c.address, c.source);
     EXPECT_EQ(v.allowed(), c.allowed) << c.allowEntry << " " << c.address << ": " << v.rule;
     EXPECT_TRUE(v.rule.starts_with(c.rulePrefix)) << c.address << ": " << v.rule;
   }
+}
+
+TEST(DecisionTest, AnAllowedNameReachingADeniedAddressIsRefusedHoweverItGotThere) {
+  auto rules = network({"*.example.com", "api.example.com"}, {"93.184.216.34", "2606:2800:220:1::1", "1.1.1.1:443"});
+  Verdict name = decide(rules, "www.example.com", 443);
+  ASSERT_TRUE(name.allowed()) << name.rule;
+  for (auto source : {AddressSource::kResolved, AddressSource::kOperatorOverride}) {
+    // Spellings the resolver or an override could produce: all canonicalised.
+    for (const char* address : {"93.184.216.34", "::ffff:93.184.216.34", "2606:2800:0220:0001::0001"}) {
+      Verdict v = decideAddress(rules, name, address, source);
+      EXPECT_FALSE(v.allowed()) << address;
+      EXPECT_NE(v.rule.find("is denied: deniedDomains: "), std::string::npos) << v.rule;
+    }
+    // A port-restricted deny holds on its port only.
+    EXPECT_FALSE(decideAddress(rules, name, "1.1.1.1", source).allowed());
+    EXPECT_TRUE(decideAddress(rules, decide(rules, "www.example.com", 80), "1.1.1.1", source).allowed());
+  }
+  // The neighbouring public address stays reachable.
+  Verdict ok = decideAddress(rules, name, "93.184.216.35", AddressSource::kResolved);
+  EXPECT_TRUE(ok.allowed()) << ok.rule;
 }
 
 TEST(DecisionTest, AddressStageNeverWidensADeniedName) {
   auto rules = network({"example.com"});
   Verdict name = decide(rules, "other.com", 443);
   ASSERT_FALSE(name.allowed());
-  Verdict v = decideAddress(name, "93.184.216.34", AddressSource::kOperatorOverride);
+  Verdict v = decideAddress(rules, name, "93.184.216.34", AddressSource::kOperatorOverride);
   EXPECT_FALSE(v.allowed());
   EXPECT_EQ(v.rule, "no allowedDomains entry matches");
 }
 
 TEST(DecisionTest, AddressStageRefusesNonAddresses) {
   auto rules = network({"example.com"});
-  Verdict v = decideAddress(decide(rules, "example.com", 443), "not-an-address", AddressSource::kResolved);
+  Verdict v = decideAddress(rules, decide(rules, "example.com", 443), "not-an-address", AddressSource::kResolved);
   EXPECT_FALSE(v.allowed());
 }
 
