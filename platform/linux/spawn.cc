@@ -357,8 +357,6 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   landlock.writable = landlockWritable(request.rules);
   landlock.connectPort = request.proxyPort;
   landlock.allowTcpBind = request.rules.network().allowLocalBinding;
-  auto program = seccompProgram({!request.rules.network().allowUnixSockets.empty()});
-  if (auto* e = std::get_if<std::string>(&program)) return parentError(SetupStep::kPrepare, "", 0, *e);
 
   std::vector<char*> argv = cStrings(request.argv);
   std::vector<char*> envp = cStrings(request.env);
@@ -410,7 +408,7 @@ std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   plan.proxyPort = request.proxyPort;
   plan.mounts = &mounts;
   plan.landlock = &landlock;
-  plan.seccomp = std::get<const SeccompProgram*>(program);
+  plan.seccomp = &seccompProgram({!request.rules.network().allowUnixSockets.empty()});
   plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
                  request.rules.limits().memoryBytes};
   plan.cwd = request.cwd.c_str();
