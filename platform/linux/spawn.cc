@@ -304,7 +304,11 @@ std::string SpawnError::message() const {
   return out;
 }
 
-EnforcementReport probeEnforcement(const SpawnRequest& request) {
+namespace {
+
+// probeEnforcement() with the mount plan already made (spawn() needs the
+// plan itself; planning twice cost an lstat per write-denied path).
+EnforcementReport probe(const SpawnRequest& request, const MountPlan& mounts) {
   EnforcementReport r;
   r.userNamespace = r.mountNamespace = r.pidNamespace = r.networkNamespace = r.ipcNamespace = r.utsNamespace = true;
   r.cgroupNamespace = cgroupNamespaceAvailable();
@@ -331,7 +335,6 @@ EnforcementReport probeEnforcement(const SpawnRequest& request) {
   if (!request.rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
-  const MountPlan mounts = planMounts(request.rules);
   for (const auto& p : mounts.uncoverableDenyWrite)
     r.degradations.push_back("filesystem: write-denied path \"" + p +
                              "\" does not exist; its creation cannot be prevented without a placeholder on the host");
@@ -342,16 +345,20 @@ EnforcementReport probeEnforcement(const SpawnRequest& request) {
   return r;
 }
 
+}  // namespace
+
+EnforcementReport probeEnforcement(const SpawnRequest& request) { return probe(request, planMounts(request.rules)); }
+
 std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
   validate(request);
   Child child;
-  child.enforcement = probeEnforcement(request);
+  const MountPlan mounts = planMounts(request.rules);
+  child.enforcement = probe(request, mounts);
   if (!child.enforcement.degradations.empty() && request.onMissingLayer == OnMissingLayer::kRefuse)
     return parentError(SetupStep::kPrepare, "", 0,
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
-  const MountPlan mounts = planMounts(request.rules);
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
   landlock.writable = landlockWritable(request.rules);
