@@ -18,6 +18,8 @@ namespace {
 
 constexpr std::size_t kMaxCachedDirectories = 50'000;
 constexpr time_t kQuietSeconds = 2;
+// Longest path looked up relative to a descriptor when a listing is reused.
+constexpr std::size_t kMaxRelative = 1024;
 
 struct Cached {
   dev_t device;
@@ -64,12 +66,17 @@ std::shared_ptr<const std::vector<DirEntry>> readEntries(int fd) {
 }  // namespace
 
 DirListing::DirListing(DirListing&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), entries_(std::move(other.entries_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      base_(std::exchange(other.base_, -1)),
+      relative_(std::move(other.relative_)),
+      entries_(std::move(other.entries_)) {}
 
 DirListing& DirListing::operator=(DirListing&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    base_ = std::exchange(other.base_, -1);
+    relative_ = std::move(other.relative_);
     entries_ = std::move(other.entries_);
   }
   return *this;
@@ -79,27 +86,40 @@ DirListing::~DirListing() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-DirListing DirListing::open(int parentFd, const char* name, const std::string& path) {
+DirListing DirListing::open(int base, const std::string& relative, const std::string& path) {
   DirListing out;
-  // Identity and entries come from the same open directory, or a rename
-  // racing between the two could file one directory's entries under
-  // another's identity.
-  out.fd_ = ::openat(parentFd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  Cached cached{};
+  {
+    std::lock_guard lock(gMu);
+    if (auto it = cache().find(path); gReuse && it != cache().end()) cached = it->second;
+  }
+  // Reuse: one fstatat() of the name against the cached identity, and no
+  // descriptor -- subdirectories are then looked up relative to the nearest
+  // ancestor that has one. Short relative paths only, so that a deep cached
+  // tree never runs into ENAMETOOLONG.
+  std::shared_ptr<const std::vector<DirEntry>> reusable;
+  struct stat current {};
+  if (cached.entries && relative.size() <= kMaxRelative &&
+      ::fstatat(base, relative.c_str(), &current, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(current.st_mode) &&
+      current.st_dev == cached.device && current.st_ino == cached.inode && sameTime(current.st_ctim, cached.ctime))
+    reusable = std::move(cached.entries);
+  if (reusable) {
+    out.base_ = base;
+    out.relative_ = relative;
+    out.entries_ = std::move(reusable);
+    return out;
+  }
+  // Read afresh. Identity and entries come from the same open directory, or
+  // a rename racing between the two could file one directory's entries
+  // under another's identity.
+  out.fd_ = ::openat(base, relative.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (out.fd_ < 0) {
     if (errno == EMFILE || errno == ENFILE) throw OutOfDescriptors{path};
     return out;
   }
+  out.base_ = out.fd_;
   struct stat st {};
   if (::fstat(out.fd_, &st) != 0) return out;
-  {
-    std::lock_guard lock(gMu);
-    auto it = cache().find(path);
-    if (gReuse && it != cache().end() && it->second.device == st.st_dev && it->second.inode == st.st_ino &&
-        sameTime(it->second.ctime, st.st_ctim)) {
-      out.entries_ = it->second.entries;
-      return out;
-    }
-  }
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
   out.entries_ = readEntries(out.fd_);
@@ -112,12 +132,15 @@ DirListing DirListing::open(int parentFd, const char* name, const std::string& p
 }
 
 DirListing DirListing::child(std::string_view name, const std::string& path) const {
-  if (fd_ < 0) return {};
-  std::string n(name);
-  return open(fd_, n.c_str(), path);
+  if (!entries_) return {};
+  if (fd_ >= 0) return open(fd_, std::string(name), path);
+  std::string relative = relative_;
+  relative += '/';
+  relative += name;
+  return open(base_, relative, path);
 }
 
-DirListing listDirectory(const std::string& dir) { return DirListing::open(AT_FDCWD, dir.c_str(), dir); }
+DirListing listDirectory(const std::string& dir) { return DirListing::open(AT_FDCWD, dir, dir); }
 
 void setListingReuseForBenchmarks(bool enabled) {
   std::lock_guard lock(gMu);

@@ -10,9 +10,11 @@
 // thread-safe.
 //
 // A tree is walked relative to open directory descriptors (one openat() of a
-// single name per directory, never a lookup of the full path): that costs a
-// directory about half of what a full-path lstat+open did, and a rename of an
-// ancestor during the walk cannot redirect it.
+// single name per directory, never a lookup of the full path): reading a
+// directory costs about half of what a full-path lstat+open did, and a rename
+// of an ancestor during the walk cannot redirect it. A reused listing costs
+// one fstatat() of its path relative to the nearest ancestor that was read
+// afresh (as the full-path lstat did before), and holds no descriptor.
 #pragma once
 
 #include <memory>
@@ -27,8 +29,10 @@ struct DirEntry {
   bool isDir = false;  // a real directory, not a symlink to one
 };
 
-// An open directory and its entries (without "." and ".."). Move-only; owns
-// the descriptor, through which subdirectories are opened.
+// A directory's entries (without "." and ".."), and how to reach its
+// subdirectories: through its own descriptor when it was read afresh, else
+// relative to an ancestor's. Move-only; an ancestor's listing must outlive
+// its descendants' (as in a recursive walk).
 class DirListing {
  public:
   DirListing() = default;
@@ -56,9 +60,11 @@ class DirListing {
 
  private:
   friend DirListing listDirectory(const std::string& dir);
-  static DirListing open(int parentFd, const char* name, const std::string& path);
+  static DirListing open(int base, const std::string& relative, const std::string& path);
 
-  int fd_ = -1;
+  int fd_ = -1;       // owned; -1 when the listing was reused from the cache
+  int base_ = -1;     // fd_, or (reused) the nearest ancestor's descriptor or AT_FDCWD, not owned
+  std::string relative_;  // (reused) this directory's path relative to base_
   std::shared_ptr<const std::vector<DirEntry>> entries_;
 };
 
