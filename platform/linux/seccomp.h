@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "platform/linux/child_error.h"
