@@ -191,10 +191,11 @@ class Deriver {
   void findMandatoryDenies(const std::string& root) {
     checkAncestors(root);
     std::size_t visited = 0;
-    std::function<void(const std::string&, bool)> walk = [&](const std::string& dir, bool inGitTree) {
-      auto listing = policy::listDirectory(dir);
+    // Each directory is opened through its parent's descriptor (dir_listing.h).
+    std::function<void(const policy::DirListing&, const std::string&, bool)> walk =
+        [&](const policy::DirListing& listing, const std::string& dir, bool inGitTree) {
       if (!listing) return;
-      const std::vector<policy::DirEntry>& entries = *listing;
+      const std::vector<policy::DirEntry>& entries = listing.entries();
       visited += entries.size();
       if (visited > kMaxWritableTreeEntries)
         fail({"filesystem.allowWrite"}, policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
@@ -214,10 +215,17 @@ class Deriver {
           b_.fs.mandatoryDenyWrite.push_back(path);
           continue;  // read-only as a whole: nothing below needs listing
         }
-        if (isDir) walk(path, inGitTree || name == ".git");
+        if (isDir) walk(listing.child(name, path), path, inGitTree || name == ".git");
       }
     };
-    walk(root, root.ends_with("/.git"));  // listDirectory() gives nothing for a file or a missing root
+    try {
+      // Nothing to list for a file or a missing root.
+      walk(policy::listDirectory(root), root, root.ends_with("/.git"));
+    } catch (const policy::DirListing::OutOfDescriptors& e) {
+      fail({"filesystem.allowWrite"}, policy::quote(root) + " is nested too deeply to scan for mandatory denies "
+                                                           "with the open-file limit (ran out at " +
+                                           policy::quote(e.path) + "); raise RLIMIT_NOFILE or allow a narrower tree");
+    }
   }
 
   const SandboxPolicy& policy_;

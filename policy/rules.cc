@@ -1,4 +1,6 @@
-#include <openssl/evp.h>
+// SHA256_Init/Update/Final: see fingerprint().
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -79,9 +81,17 @@ std::string DerivedRules::toJson() const {
 
 std::string DerivedRules::fingerprint() const {
   const std::string text = toJson();
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr);
+  // The direct SHA-256 functions rather than EVP: EVP goes through OpenSSL's
+  // provider machinery, which pulls every algorithm's tables into the
+  // statically linked CLI (~1/3 of its relocated data, touched at every
+  // start) and initialises providers at the first digest. Deprecated in
+  // OpenSSL 3.0 (OPENSSL_SUPPRESS_DEPRECATED above) but present in all 3.x.
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  const unsigned len = SHA256_DIGEST_LENGTH;
+  SHA256_CTX ctx;
+  SHA256_Init(&ctx);
+  SHA256_Update(&ctx, text.data(), text.size());
+  SHA256_Final(digest, &ctx);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(len * 2);

@@ -196,23 +196,42 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
     error.add("openat2(newroot, \"/dev\") after mount");
     return error.fail(SetupStep::kMounts);
   }
+  // The tmpfs is fresh and private to this mount namespace, so each entry is
+  // created straight in it with O_EXCL|O_NOFOLLOW (no name can be a planted
+  // symlink: an existing name fails with EEXIST) and that very inode is the
+  // mount target, instead of a path lookup from the new root per node.
   static const char* const kNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   for (const char* node : kNodes) {
     char hostPath[32] = "/dev/";
     std::strncat(hostPath, node, sizeof(hostPath) - 6);
-    char shown[32];
-    std::memcpy(shown, hostPath, sizeof(shown));
-    Fd placeholder(ensure(rootFd, hostPath, false, error));  // inside the private /dev tmpfs
-    if (placeholder.fd < 0) return error.fail(SetupStep::kMounts);
-    if (!mountAt(hostPath, placeholder.fd, shown, nullptr, MS_BIND, nullptr, error)) return false;
+    Fd placeholder(::openat(top.fd, node, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
+    if (placeholder.fd < 0) {
+      error.add("openat(\"/dev\", ").quoted(node).add(", O_CREAT|O_EXCL|O_NOFOLLOW, 0444)");
+      return error.fail(SetupStep::kMounts);
+    }
+    if (!mountAt(hostPath, placeholder.fd, hostPath, nullptr, MS_BIND, nullptr, error)) return false;
   }
-  Fd pts(ensure(rootFd, "/dev/pts", true, error));
-  if (pts.fd < 0) return error.fail(SetupStep::kMounts);
+  // As above, for the two directories.
+  auto subdir = [&](const char* name) -> int {
+    if (::mkdirat(top.fd, name, 0755) != 0) {
+      error.add("mkdirat(\"/dev\", ").quoted(name).add(", 0755)");
+      error.fail(SetupStep::kMounts);
+      return -1;
+    }
+    int fd = ::openat(top.fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      error.add("openat(\"/dev\", ").quoted(name).add(", O_PATH|O_DIRECTORY|O_NOFOLLOW)");
+      error.fail(SetupStep::kMounts);
+    }
+    return fd;
+  };
+  Fd pts(subdir("pts"));
+  if (pts.fd < 0) return false;
   if (!mountAt("devpts", pts.fd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
                "newinstance,ptmxmode=0666,mode=0620", error))
     return false;
-  Fd shm(ensure(rootFd, "/dev/shm", true, error));
-  if (shm.fd < 0) return error.fail(SetupStep::kMounts);
+  Fd shm(subdir("shm"));
+  if (shm.fd < 0) return false;
   if (!mountAt("tmpfs", shm.fd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", error)) return false;
   static const char* const kLinks[][2] = {{"pts/ptmx", "ptmx"},        {"/proc/self/fd", "fd"},
                                           {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},

@@ -1,10 +1,10 @@
 // stockade: command-line entry point. Parses the subcommand and hands over.
-#include <iostream>
 #include <string>
 #include <vector>
 
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "stockade/version.h"
 
 namespace {
@@ -25,21 +25,21 @@ Options:
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::cerr << kUsage;
+    stockade::cli::printErr(kUsage);
     return stockade::cli::kExitUsage;
   }
   const std::string command = args.front();
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kUsage;
+    stockade::cli::printOut(kUsage);
     return stockade::cli::kExitOk;
   }
   if (command == "--version") {
-    std::cout << "stockade " << stockade::version() << "\n";
+    stockade::cli::printOut("stockade " + std::string(stockade::version()) + "\n");
     return stockade::cli::kExitOk;
   }
   if (command == "policy") return stockade::cli::policyCommand(rest);
   if (command == "run") return stockade::cli::runCommand(rest);
-  std::cerr << "stockade: unknown command \"" << command << "\"\n" << kUsage;
+  stockade::cli::printErr("stockade: unknown command \"" + command + "\"\n" + kUsage);
   return stockade::cli::kExitUsage;
 }

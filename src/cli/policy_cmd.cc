@@ -1,10 +1,10 @@
 // `stockade policy check|derive|narrower|diff`: thin wrappers over the
 // policy engine. Exit codes: 0 ok, 2 invalid input, 3 candidate widens.
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/policy_file.h"
 #include "stockade/rules.h"
 
@@ -52,7 +52,7 @@ DeriveContext contextFrom(const ParsedArgs& args) {
 }
 
 int usageError(const std::string& message) {
-  std::cerr << "stockade policy: " << message << "\n";
+  printErr("stockade policy: " + message + "\n");
   return kExitUsage;
 }
 
@@ -60,7 +60,7 @@ int usageError(const std::string& message) {
 
 int policyCommand(const std::vector<std::string>& args) {
   if (args.empty() || args.front() == "--help" || args.front() == "-h") {
-    (args.empty() ? std::cerr : std::cout) << kPolicyUsage;
+    (args.empty() ? printErr : printOut)(kPolicyUsage);
     return args.empty() ? kExitUsage : kExitOk;
   }
   const std::string sub = args.front();
@@ -80,7 +80,7 @@ int policyCommand(const std::vector<std::string>& args) {
   if (auto* err = std::get_if<std::string>(&parsed)) return usageError(sub + ": " + *err);
   const auto& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    std::cout << kPolicyUsage;
+    printOut(kPolicyUsage);
     return kExitOk;
   }
   if (a.positionals.size() != shape->files || !a.rest.empty())
@@ -90,27 +90,27 @@ int policyCommand(const std::vector<std::string>& args) {
     const auto& files = a.positionals;
     if (sub == "check") {
       loadPolicy(files[0]);
-      std::cout << files[0] << ": valid\n";
+      printOut(files[0] + ": valid\n");
       return kExitOk;
     }
     DeriveContext ctx = contextFrom(a);
     if (sub == "derive") {
       DerivedRules rules = deriveFile(files[0], ctx);
       nlohmann::json out = {{"fingerprint", rules.fingerprint()}, {"rules", nlohmann::json::parse(rules.toJson())}};
-      std::cout << out.dump(2) << "\n";
+      printOut(out.dump(2) + "\n");
       return kExitOk;
     }
     DerivedRules first = deriveFile(files[0], ctx);
     DerivedRules second = deriveFile(files[1], ctx);
     if (sub == "narrower") {
       if (auto w = narrowing(first, second)) {
-        std::cerr << "stockade policy narrower: " << files[1] << " widens " << files[0] << ": " << w->message << "\n";
+        printErr("stockade policy narrower: " + files[1] + " widens " + files[0] + ": " + w->message + "\n");
         return kExitWidens;
       }
-      std::cout << files[1] << " is a narrowing of " << files[0] << "\n";
+      printOut(files[1] + " is a narrowing of " + files[0] + "\n");
       return kExitOk;
     }
-    std::cout << diff(first, second).toJson() << "\n";
+    printOut(diff(first, second).toJson() + "\n");
     return kExitOk;
   } catch (const Failure& f) {
     return usageError(sub + ": " + f.message);

@@ -16,13 +16,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <iostream>
 #include <nlohmann/json.hpp>
-#include <openssl/crypto.h>
-#include <sstream>
 
 #include "platform/linux/process.h"
 #include "proxy/proxy.h"
@@ -31,6 +27,7 @@
 #include "platform/linux/spawn.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/output.h"
 #include "src/cli/policy_file.h"
 #include "stockade/rules.h"
 
@@ -160,7 +157,7 @@ class AuditLog {
     std::string line = event.dump() + "\n";
     // One write() per line: O_APPEND keeps concurrent writers' lines whole.
     if (::write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      std::cerr << "stockade: warning: audit write failed: " << std::strerror(errno) << "\n";
+      printErr(std::string("stockade: warning: audit write failed: ") + std::strerror(errno) + "\n");
   }
 
  private:
@@ -191,10 +188,6 @@ int execFailureCode(const platform::SpawnError& e) {
 }
 
 int run(const RunOptions& o) {
-  // The fingerprint needs SHA-256 only: do not read the system-wide
-  // openssl.cnf (it can load provider modules into this supervisor) nor the
-  // error-string tables.
-  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, nullptr);
   AuditLog audit(o.auditFile);
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
@@ -226,17 +219,16 @@ int run(const RunOptions& o) {
   request.proxyPort = proxyPort;
   request.stdio = platform::Stdio::kInherit;
   request.onMissingLayer = platform::OnMissingLayer::kRunAndReport;
-  // Only the audit log shows the fingerprint; OpenSSL's provider start-up is
-  // a large share of a short run, so skip it when nobody reads the value.
+  // Only the audit log shows the fingerprint: skip the hashing when nobody reads it.
   const std::string fingerprint = audit.enabled() ? rules.fingerprint() : std::string();
   auto spawned = platform::spawn(request);
   if (auto* e = std::get_if<platform::SpawnError>(&spawned)) {
     int code = execFailureCode(*e);
     audit.write({{"event", "spawn_failed"}, {"fingerprint", fingerprint}, {"argv", o.argv},
                  {"step", platform::setupStepName(e->step)}, {"message", e->message()}, {"exitCode", code}});
-    if (code == kExitNotFound) std::cerr << "stockade run: " << o.argv[0] << ": not found (" << e->message() << ")\n";
-    else if (code == kExitNotExecutable) std::cerr << "stockade run: " << o.argv[0] << ": cannot execute (" << e->message() << ")\n";
-    else std::cerr << "stockade run: " << e->message() << "\n";
+    if (code == kExitNotFound) printErr("stockade run: " + o.argv[0] + ": not found (" + e->message() + ")\n");
+    else if (code == kExitNotExecutable) printErr("stockade run: " + o.argv[0] + ": cannot execute (" + e->message() + ")\n");
+    else printErr("stockade run: " + e->message() + "\n");
     return code;
   }
   platform::Child child = std::move(std::get<platform::Child>(spawned));
@@ -256,7 +248,7 @@ int run(const RunOptions& o) {
     for (auto& fd : child.proxyListeners)
       listeners.push_back(egress->addListener(std::move(fd), {"cli", runId, provider, o.resolve}));
   }
-  for (const auto& d : child.enforcement.degradations) std::cerr << "stockade: warning: weaker enforcement: " << d << "\n";
+  for (const auto& d : child.enforcement.degradations) printErr("stockade: warning: weaker enforcement: " + d + "\n");
   audit.write({{"event", "spawn"}, {"pid", child.pid}, {"fingerprint", fingerprint}, {"argv", o.argv},
                {"cwd", o.cwd}, {"enforcement", enforcementJson(child.enforcement)}});
   for (const auto& d : child.enforcement.degradations) audit.write({{"event", "degraded"}, {"pid", child.pid}, {"what", d}});
@@ -266,7 +258,7 @@ int run(const RunOptions& o) {
   auto killAndReap = [&]() {
     // The sandbox's init is pid 1 of its pid namespace: killing it kills
     // every process in the sandbox.
-    if (auto err = platform::signalChild(child.pidfd, SIGKILL)) std::cerr << "stockade run: " << *err << "\n";
+    if (auto err = platform::signalChild(child.pidfd, SIGKILL)) printErr("stockade run: " + *err + "\n");
     return platform::waitExit(child);
   };
   for (;;) {
@@ -282,7 +274,7 @@ int run(const RunOptions& o) {
     if (rc == 0) {
       (void)killAndReap();
       audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout}});
-      std::cerr << "stockade run: timed out after " << o.timeout->count() << " ms; killed the sandbox\n";
+      printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
       return kExitTimeout;
     }
     if (fds[1].revents & POLLIN) {
@@ -317,21 +309,21 @@ int runCommand(const std::vector<std::string>& args) {
                                  {"resolve", true, true},
                                  {"audit"}});
   if (auto* err = std::get_if<std::string>(&parsed)) {
-    std::cerr << "stockade run: " << *err << "\n";
+    printErr("stockade run: " + *err + "\n");
     return kExitStockadeFailed;
   }
   const auto& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    std::cout << kRunUsage;
+    printOut(kRunUsage);
     return kExitOk;
   }
   try {
     return run(parseRunOptions(a));
   } catch (const Failure& f) {
-    std::cerr << "stockade run: " << f.message << "\n";
+    printErr("stockade run: " + f.message + "\n");
     return kExitStockadeFailed;
   } catch (const std::exception& e) {
-    std::cerr << "stockade run: " << e.what() << "\n";
+    printErr(std::string("stockade run: ") + e.what() + "\n");
     return kExitStockadeFailed;
   }
 }

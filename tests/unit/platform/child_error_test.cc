@@ -8,6 +8,7 @@
 #include <string>
 
 #include "platform/linux/seccomp.h"
+#include "platform/linux/seccomp_compile.h"
 
 namespace stockade::platform {
 namespace {
@@ -56,10 +57,31 @@ TEST(SeccompTableTest, UnixSocketsAreDeniedOnlyWhenThePolicyAllowsNone) {
   EXPECT_EQ(count({false}), count({true}) + 1);
 }
 
-TEST(SeccompTableTest, TheFilterCompiles) {
-  auto program = seccompProgram({});
-  ASSERT_TRUE(std::holds_alternative<const SeccompProgram*>(program)) << std::get<std::string>(program);
-  EXPECT_GT(std::get<const SeccompProgram*>(program)->instructions.size(), 10u);
+// The filter in the library was compiled at build time; it must be exactly
+// what the table compiles to now, for every options value.
+TEST(SeccompTableTest, TheBuiltInFilterIsTheTableCompiledNow) {
+  for (bool allowUnix : {false, true}) {
+    auto compiled = compileSeccompFilter({allowUnix});
+    ASSERT_TRUE(std::holds_alternative<std::vector<sock_filter>>(compiled)) << std::get<std::string>(compiled);
+    const auto& expected = std::get<std::vector<sock_filter>>(compiled);
+    const auto builtIn = seccompProgram({allowUnix}).instructions;
+    EXPECT_GT(builtIn.size(), 10u);
+    ASSERT_EQ(builtIn.size(), expected.size()) << "allowUnixSockets=" << allowUnix;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(builtIn[i].code, expected[i].code) << i;
+      EXPECT_EQ(builtIn[i].jt, expected[i].jt) << i;
+      EXPECT_EQ(builtIn[i].jf, expected[i].jf) << i;
+      EXPECT_EQ(builtIn[i].k, expected[i].k) << i;
+    }
+  }
+}
+
+TEST(SeccompTableTest, AllowingUnixSocketsGivesADifferentFilter) {
+  const auto denied = seccompProgram({false}).instructions, allowed = seccompProgram({true}).instructions;
+  EXPECT_TRUE(denied.size() != allowed.size() ||
+              !std::equal(denied.begin(), denied.end(), allowed.begin(), [](const sock_filter& a, const sock_filter& b) {
+                return a.code == b.code && a.jt == b.jt && a.jf == b.jf && a.k == b.k;
+              }));
 }
 
 }  // namespace

@@ -1,6 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "stockade/rules.h"
@@ -197,6 +204,54 @@ TEST_F(DeriveTest, MandatoryDenyScanDoesNotFollowSymlinksOutOfTheTree) {
   t_.symlink(t_ / "outside", "work/out");
   auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
   EXPECT_TRUE(r.filesystem().mandatoryDenyWrite.empty());
+}
+
+// The scan opens each directory through its parent's descriptor, so a file
+// whose full path is longer than PATH_MAX is still found.
+TEST_F(DeriveTest, MandatoryDenyBeyondPathMaxIsFound) {
+  const std::string segment(200, 'd');
+  std::string rel = "work";
+  std::vector<int> levels = {::open((t_ / "work").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  ASSERT_GE(levels.back(), 0);
+  for (int i = 0; i < 25; ++i) {  // > 5000 characters; built by descriptor, as no full path works
+    ASSERT_EQ(::mkdirat(levels.back(), segment.c_str(), 0755), 0);
+    levels.push_back(::openat(levels.back(), segment.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_GE(levels.back(), 0);
+    rel += "/" + segment;
+  }
+  int f = ::openat(levels.back(), ".bashrc", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  ASSERT_GE(f, 0);
+  ::close(f);
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, t_ / (rel + "/.bashrc")));
+  // TempDir's recursive removal works by full path: take the tree down by descriptor.
+  ::unlinkat(levels.back(), ".bashrc", 0);
+  for (std::size_t i = levels.size() - 1; i > 0; --i) {
+    ::close(levels[i]);
+    ::unlinkat(levels[i - 1], segment.c_str(), AT_REMOVEDIR);
+  }
+  ::close(levels[0]);
+}
+
+// A tree deeper than the open-file limit cannot be scanned; derive() says so
+// instead of treating the rest as empty.
+TEST_F(DeriveTest, TreeDeeperThanTheOpenFileLimitIsAnErrorNotASilentSkip) {
+  std::string rel = "work";
+  for (int i = 0; i < 80; ++i) rel += "/d";
+  t_.file(rel + "/.bashrc");
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = {64, saved.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["."]}})"), ctx());
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r));
+  EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.allowWrite");
+  EXPECT_NE(std::get<PolicyError>(r).message.find("nested too deeply"), std::string::npos)
+      << std::get<PolicyError>(r).message;
+  // The allowed neighbour: the same tree under the normal limit is scanned to the bottom.
+  auto ok = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  EXPECT_TRUE(has(ok.filesystem().mandatoryDenyWrite, t_ / (rel + "/.bashrc")));
 }
 
 TEST_F(DeriveTest, WritableRootInsideAMandatoryLocationIsItselfDenied) {
