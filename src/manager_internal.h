@@ -31,6 +31,7 @@ struct RunShared {
   std::promise<Completion> promise;
   std::vector<proxy::ListenerHandle> listeners;
   std::unique_ptr<std::stop_callback<std::function<void()>>> onStop;
+  long denials = 0;  // seccomp denials answered; touched by the waiter thread only
 };
 
 struct ManagerState {

@@ -72,6 +72,9 @@ RunOutput Run::collect() {
 
 namespace {
 
+// Denial events written per run; the exit event counts them all.
+constexpr long kMaxDenialEvents = 100;
+
 void validate(const RunOptions& o) {
   if (o.argv.empty()) throw std::invalid_argument("run(): argv is empty; pass at least the program");
   if (o.argv[0].empty()) throw std::invalid_argument("run(): argv[0] is empty; name the program");
@@ -120,7 +123,8 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
     s->writeAudit("exit", {{"runId", run->runId},
                            {"correlationId", run->correlationId},
                            {"exitCode", c.exitCode},
-                           {"signal", c.signalCode.value_or("")}});
+                           {"signal", c.signalCode.value_or("")},
+                           {"denials", run->denials}});
     run->promise.set_value(c);
     {
       std::lock_guard lock(s->mu);
@@ -245,6 +249,23 @@ Run SandboxHandle::run(RunOptions o) {
       for (auto& fd : shared->child.proxyListeners)
         shared->listeners.push_back(
             egress->addListener(std::move(fd), proxy::ListenerContext{sandboxId, shared->runId, provider, o.resolve}));
+    }
+    // Calls the seccomp table denies are answered EPERM by the waiter and
+    // audited: the first kMaxDenialEvents each, and their count at exit.
+    {
+      RunShared* raw = shared.get();  // the waiter, which alone calls this, owns `shared`
+      std::weak_ptr<ManagerState> weak = state_;
+      shared->child.onDenial = [raw, weak](const platform::SeccompDenial& d) {
+        auto st = weak.lock();
+        if (!st || ++raw->denials > kMaxDenialEvents) return;
+        st->writeAudit("denial", {{"runId", raw->runId},
+                                  {"correlationId", raw->correlationId},
+                                  {"layer", "seccomp"},
+                                  {"pid", d.pid},
+                                  {"syscall", d.syscall},
+                                  {"args", d.args},
+                                  {"error", "EPERM"}});
+      };
     }
     if (o.stop.stop_possible()) {
       RunShared* raw = shared.get();  // the callback is destroyed (by the waiter) before `shared`

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "platform/linux/fd_channel.h"
+
 namespace stockade::platform {
 namespace {
 
@@ -87,56 +89,14 @@ bool sendProxyListeners(int channel, std::uint16_t port, ChildError& error) noex
     ::close(fds[0]);
     return false;
   }
-  char byte = 'L';
-  iovec iov = {&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
-  std::memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
-  bool ok = true;
-  if (::sendmsg(channel, &msg, MSG_NOSIGNAL) != 1) {
-    error.add("sendmsg(channel, SCM_RIGHTS, 2 listeners)");
-    ok = error.fail(SetupStep::kProxyListeners);
-  }
+  bool ok = sendFds(channel, fds, SetupStep::kProxyListeners, "2 proxy listeners", error);
   ::close(fds[0]);
   ::close(fds[1]);
   return ok;
 }
 
 std::variant<std::vector<UniqueFd>, std::string> receiveProxyListeners(int channel) {
-  char byte = 0;
-  iovec iov = {&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))] = {};
-  msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n = ::recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n != 1) {
-    return std::string("recvmsg(proxy channel, MSG_DONTWAIT) failed: ") +
-           (n < 0 ? strerrorname_np(errno) : "no message");
-  }
-  std::vector<UniqueFd> out;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      out.emplace_back(fd);
-    }
-  }
-  if (out.size() != 2 || (msg.msg_flags & MSG_CTRUNC))
-    return "recvmsg(proxy channel): expected 2 listeners, got " + std::to_string(out.size());
-  return out;
+  return receiveFds(channel, 2, "proxy listener channel");
 }
 
 }  // namespace stockade::platform

@@ -9,6 +9,8 @@
 //
 // Default action: allow. Denied calls fail with EPERM (clone3 and openat2 with
 // ENOSYS, so libc falls back to calls whose arguments the filter can inspect).
+// The EPERM rows go through the supervisor (SECCOMP_RET_USER_NOTIF), which
+// answers EPERM and records each denial (seccomp_notify.h).
 // Syscalls of any ABI other than native x86-64 (i386 via int 0x80, x32) fail
 // with EPERM.
 #pragma once
@@ -71,7 +73,13 @@ struct SeccompProgram {
 // defined in the generated seccomp_filters.cc). Static storage; thread-safe.
 const SeccompProgram& seccompProgram(const SeccompOptions& options) noexcept;
 
-// Child side: installs the program on the calling thread. Requires no_new_privs.
-bool installSeccomp(const SeccompProgram& program, ChildError& error) noexcept;
+// The name of a syscall the table denies ("ptrace"), or nullptr. Generated
+// with the filters.
+const char* seccompSyscallName(int nr) noexcept;
+
+// Child side: installs the program on the calling thread. Requires
+// no_new_privs. Sets `listener` to the filter's notification fd (close-on-
+// exec), which the child must hand to the supervisor and close.
+bool installSeccomp(const SeccompProgram& program, int& listener, ChildError& error) noexcept;
 
 }  // namespace stockade::platform

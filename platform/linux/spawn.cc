@@ -22,6 +22,7 @@
 #include <stdexcept>
 
 #include "platform/linux/cgroup.h"
+#include "platform/linux/fd_channel.h"
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/mounts.h"
@@ -359,16 +360,20 @@ void forwardSignal(int sig) noexcept {
   if (!writeIdMaps(plan.uid, plan.gid, error)) report(plan, error);
   if (!setSandboxHostname(error)) report(plan, error);
   if (!bringUpLoopback(error)) report(plan, error);
-  if (plan.proxyPort) {
-    if (!sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
-    ::close(plan.channelFd);
-  }
+  if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
   if (!applyMounts(*plan.mounts, error)) report(plan, error);
   if (!applyRlimits(plan.limits, error)) report(plan, error);
   if (!dropCapabilities(error)) report(plan, error);
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
-  if (plan.seccomp && !installSeccomp(*plan.seccomp, error)) report(plan, error);
+  // The filter's listener goes to the supervisor, which answers the denials;
+  // nothing in the sandbox may keep it (it could answer its own).
+  int listener = -1;
+  if (!installSeccomp(*plan.seccomp, listener, error)) report(plan, error);
+  const int listeners[] = {listener};
+  if (!sendFds(plan.channelFd, listeners, SetupStep::kSeccomp, "seccomp listener", error)) report(plan, error);
+  ::close(listener);
+  ::close(plan.channelFd);
   if (!joinPidsCgroup(plan.pidsCgroupTasks, error)) report(plan, error);
 
   // Built: say so, then wait for the program. Everything from here on runs
@@ -555,6 +560,7 @@ PreparedSandbox& PreparedSandbox::operator=(PreparedSandbox&& other) noexcept {
     command_ = std::move(other.command_);
     errors_ = std::move(other.errors_);
     channel_ = std::move(other.channel_);
+    proxy_ = other.proxy_;
     ready_ = other.ready_;
     mounts_ = std::move(other.mounts_);
     covered_ = std::move(other.covered_);
@@ -613,14 +619,12 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   sandbox.command_.reset(command[0]);
   UniqueFd commandChild(command[1]);
 
-  UniqueFd channelChild;
-  if (request.proxyPort) {
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
-      return parentError(SetupStep::kPrepare, "socketpair(AF_UNIX, SOCK_SEQPACKET)", errno);
-    sandbox.channel_.reset(pair[0]);
-    channelChild.reset(pair[1]);
-  }
+  // The child's fds for the supervisor: proxy listeners, then the seccomp listener.
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+    return parentError(SetupStep::kPrepare, "socketpair(AF_UNIX, SOCK_SEQPACKET)", errno);
+  sandbox.channel_.reset(pair[0]);
+  UniqueFd channelChild(pair[1]);
   UniqueFd childStdio[3];
   if (request.stdio == Stdio::kPipe) {
     for (int i = 0; i < 3; ++i) {
@@ -678,6 +682,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
+  sandbox.proxy_ = request.proxyPort.has_value();
   return sandbox;  // the child's ends close here
 }
 
@@ -689,15 +694,21 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
     return childFailure(record, got, "");
   }
   ready_ = true;
-  if (channel_) {
+  if (proxy_) {
     auto listeners = receiveProxyListeners(channel_.get());
     if (auto* e = std::get_if<std::string>(&listeners)) {
       discard();
       return parentError(SetupStep::kProxyListeners, "", 0, *e);
     }
     child_.proxyListeners = std::move(std::get<std::vector<UniqueFd>>(listeners));
-    channel_.reset();
   }
+  auto seccomp = receiveFds(channel_.get(), 1, "seccomp listener channel");
+  if (auto* e = std::get_if<std::string>(&seccomp)) {
+    discard();
+    return parentError(SetupStep::kSeccomp, "", 0, *e);
+  }
+  child_.seccompListener = std::move(std::get<std::vector<UniqueFd>>(seccomp).front());
+  channel_.reset();
   return std::nullopt;
 }
 
@@ -749,9 +760,38 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1]};
 }
 
+// Answers the child's seccomp denials until its init exits (true) or
+// `deadline` passes (false).
+std::variant<bool, std::string> serveUntilExit(const Child& child,
+                                               std::optional<std::chrono::steady_clock::time_point> deadline) {
+  bool listening = child.seccompListener.valid();
+  for (;;) {
+    int waitMs = -1;
+    if (deadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      waitMs = static_cast<int>(std::max<long long>(0, left.count()));
+    }
+    pollfd fds[2] = {{child.pidfd.get(), POLLIN, 0}, {child.seccompListener.get(), POLLIN, 0}};
+    int rc = ::poll(fds, listening ? 2 : 1, waitMs);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return std::string("poll(pidfd, seccomp listener) failed: ") + strerrorname_np(errno);
+    if (rc == 0) return false;
+    if (listening && (fds[1].revents & POLLIN)) {
+      auto denial = answerDenial(child.seccompListener.get());
+      if (auto* e = std::get_if<std::string>(&denial)) return *e;
+      if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
+    } else if (listening && (fds[1].revents & (POLLHUP | POLLERR))) {
+      listening = false;  // no task is left under the filter
+    }
+    if (fds[0].revents & POLLIN) return true;
+  }
+}
+
 }  // namespace
 
 std::variant<ExitStatus, std::string> waitExit(const Child& child) {
+  auto served = serveUntilExit(child, std::nullopt);
+  if (auto* e = std::get_if<std::string>(&served)) return *e;
   auto status = platform::waitExit(child.pidfd);
   if (auto* s = std::get_if<ExitStatus>(&status)) {
     (void)child.pidsCgroup.remove();  // every task is gone: init was reaped, and it outlives them all
@@ -761,12 +801,15 @@ std::variant<ExitStatus, std::string> waitExit(const Child& child) {
 }
 
 std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout) {
-  auto status = platform::waitExitFor(child.pidfd, timeout);
-  if (auto* s = std::get_if<std::optional<ExitStatus>>(&status); s && *s) {
+  auto served = serveUntilExit(child, std::chrono::steady_clock::now() + timeout);
+  if (auto* e = std::get_if<std::string>(&served)) return *e;
+  if (!std::get<bool>(served)) return std::optional<ExitStatus>();
+  auto status = platform::waitExit(child.pidfd);
+  if (auto* s = std::get_if<ExitStatus>(&status)) {
     (void)child.pidsCgroup.remove();
-    return std::optional(programStatus(child, **s));
+    return std::optional(programStatus(child, *s));
   }
-  return status;
+  return std::get<std::string>(status);
 }
 
 }  // namespace stockade::platform

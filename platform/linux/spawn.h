@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "platform/linux/child_error.h"
 #include "platform/linux/mounts.h"
 #include "platform/linux/process.h"
+#include "platform/linux/seccomp_notify.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
 
@@ -112,6 +114,12 @@ struct Child {
   // only. Without proxyPort the child has loopback only.
   std::vector<UniqueFd> proxyListeners;
   EnforcementReport enforcement;
+  // The seccomp filter's listener: denied calls wait here for an answer.
+  // waitExit()/waitExitFor() below answer them (EPERM) and pass each to
+  // onDenial; a caller polling the pidfd itself must answer them too
+  // (answerDenial(), seccomp_notify.h).
+  UniqueFd seccompListener;
+  std::function<void(const SeccompDenial&)> onDenial;
   // Read end of the pipe on which the sandbox's init (pid 1) reports how the
   // program (pid 2) ended. Use waitExit(const Child&) below.
   UniqueFd programStatus;
@@ -165,7 +173,8 @@ class PreparedSandbox {
   Child child_;
   UniqueFd command_;     // socket to the init: the program goes here
   UniqueFd errors_;      // read end of the error pipe
-  UniqueFd channel_;     // proxy listener channel, until the listeners are received
+  UniqueFd channel_;     // the child's fds for us, until received (awaitReady())
+  bool proxy_ = false;   // proxy listeners come on channel_ first
   bool ready_ = false;   // the init reported its setup complete
   MountPlan mounts_;
   std::vector<FileIdentity> covered_;  // coveredObjects(mounts_) before clone

@@ -3,9 +3,13 @@
 // platform/linux/seccomp.h).   usage: seccomp_filter_gen OUTPUT.cc
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <variant>
 
+#include <seccomp.h>
+
+#include "platform/linux/seccomp.h"
 #include "platform/linux/seccomp_compile.h"
 
 namespace {
@@ -44,10 +48,29 @@ int main(int argc, char** argv) {
     if (!writeArray(out, "kUnixSocketsDenied", {.allowUnixSockets = false}) ||
         !writeArray(out, "kUnixSocketsAllowed", {.allowUnixSockets = true}))
       return 1;
-    out << "constexpr SeccompProgram kPrograms[2] = {{kUnixSocketsDenied}, {kUnixSocketsAllowed}};\n\n"
+    out << "constexpr SeccompProgram kPrograms[2] = {{kUnixSocketsDenied}, {kUnixSocketsAllowed}};\n\n";
+    // Numbers of the denied calls, for naming them in denial events.
+    std::map<int, std::string> names;
+    for (const auto& rule : stockade::platform::seccompRules({.allowUnixSockets = false})) {
+      int nr = seccomp_syscall_resolve_name(rule.syscall);
+      if (nr == __NR_SCMP_ERROR) {
+        std::fprintf(stderr, "seccomp_filter_gen: unknown syscall %s\n", rule.syscall);
+        return 1;
+      }
+      names[nr] = rule.syscall;
+    }
+    out << "struct SyscallName {\n  int nr;\n  const char* name;\n};\n"
+           "constexpr SyscallName kSyscallNames[] = {\n";
+    for (const auto& [nr, name] : names) out << "    {" << nr << ", \"" << name << "\"},\n";
+    out << "};\n\n"
            "}  // namespace\n\n"
            "const SeccompProgram& seccompProgram(const SeccompOptions& options) noexcept {\n"
            "  return kPrograms[options.allowUnixSockets ? 1 : 0];\n"
+           "}\n\n"
+           "const char* seccompSyscallName(int nr) noexcept {\n"
+           "  for (const auto& s : kSyscallNames)\n"
+           "    if (s.nr == nr) return s.name;\n"
+           "  return nullptr;\n"
            "}\n\n"
            "}  // namespace stockade::platform\n";
     if (!out.flush()) {

@@ -37,6 +37,8 @@ namespace stockade::cli {
 namespace {
 
 constexpr int kExitTimeout = 124;
+// Denial events written per run; the exit event counts them all.
+constexpr long kMaxDenialEvents = 100;
 constexpr int kExitStockadeFailed = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
@@ -255,6 +257,15 @@ int run(const RunOptions& o) {
 
   const auto deadline = o.timeout ? std::chrono::steady_clock::now() + *o.timeout
                                   : std::chrono::steady_clock::time_point::max();
+  // Denials beyond the first kMaxDenialEvents are counted in the exit event.
+  int listener = child.seccompListener.get();
+  long denials = 0;
+  auto auditDenial = [&](const platform::SeccompDenial& d) {
+    if (++denials <= kMaxDenialEvents)
+      audit.write({{"event", "denial"}, {"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall},
+                   {"args", d.args}, {"error", "EPERM"}});
+  };
+  child.onDenial = auditDenial;  // denials answered while reaping, after a kill
   auto killAndReap = [&]() {
     // The sandbox's init is pid 1 of its pid namespace: killing it kills
     // every process in the sandbox.
@@ -267,13 +278,22 @@ int run(const RunOptions& o) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       waitMs = static_cast<int>(std::max<long long>(0, left.count()));
     }
-    pollfd fds[2] = {{child.pidfd.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
-    int rc = ::poll(fds, 2, waitMs);
+    pollfd fds[3] = {{child.pidfd.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}, {listener, POLLIN, 0}};
+    int rc = ::poll(fds, listener >= 0 ? 3 : 2, waitMs);
     if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) throw Failure{std::string("poll(pidfd, signalfd) failed: ") + std::strerror(errno)};
+    if (rc < 0) throw Failure{std::string("poll(pidfd, signalfd, seccomp listener) failed: ") + std::strerror(errno)};
+    if (listener >= 0 && (fds[2].revents & POLLIN)) {
+      // A call the seccomp table denies: answered EPERM, and audited.
+      auto denial = platform::answerDenial(listener);
+      if (auto* err = std::get_if<std::string>(&denial)) throw Failure{*err};
+      if (auto& d = std::get<std::optional<platform::SeccompDenial>>(denial)) auditDenial(*d);
+      continue;
+    }
+    if (listener >= 0 && (fds[2].revents & (POLLHUP | POLLERR))) listener = -1;  // nothing is left under the filter
     if (rc == 0) {
       (void)killAndReap();
-      audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout}});
+      audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},
+                   {"denials", denials}});
       printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
       return kExitTimeout;
     }
@@ -283,7 +303,7 @@ int run(const RunOptions& o) {
         (void)killAndReap();
         int code = 128 + static_cast<int>(info.ssi_signo);
         audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "stockade received signal"},
-                     {"signal", info.ssi_signo}, {"exitCode", code}});
+                     {"signal", info.ssi_signo}, {"exitCode", code}, {"denials", denials}});
         return code;
       }
     }
@@ -291,7 +311,7 @@ int run(const RunOptions& o) {
       auto status = platform::waitExit(child);
       if (auto* err = std::get_if<std::string>(&status)) throw Failure{*err};
       const auto& s = std::get<platform::ExitStatus>(status);
-      nlohmann::json event = {{"event", "exit"}, {"pid", child.pid}, {"exitCode", s.shellCode()}};
+      nlohmann::json event = {{"event", "exit"}, {"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
       if (s.kind == platform::ExitStatus::Kind::kSignaled) event["signal"] = s.value;
       audit.write(event);
       return s.shellCode();

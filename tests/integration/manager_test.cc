@@ -191,6 +191,17 @@ TEST_F(ManagerTest, EpochsDieWithDisposeAndNewWorkIsRefused) {
   EXPECT_FALSE(again.isEpochLive(e));
 }
 
+TEST_F(ManagerTest, ASeccompDenialIsAuditedWithItsRunAndCountedAtExit) {
+  SandboxHandle h = create(policy());
+  // unshare(CLONE_NEWUSER) is in the seccomp table; the shell sees EPERM.
+  auto out = runSh(h, "unshare -U true 2>/dev/null; echo rc=$?");
+  EXPECT_EQ(out.out, "rc=1\n");
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) {
+    return j["event"] == "denial" && j["syscall"] == "unshare" && j["correlationId"] == "test" && j.contains("runId");
+  }));
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) { return j["event"] == "exit" && j["denials"].get<long>() >= 1; }));
+}
+
 TEST_F(ManagerTest, RunReturnsOnSpawnWithLiveStreamsAndNonZeroExitIsData) {
   SandboxHandle h = create(policy());
   auto ok = runSh(h, "echo out; echo err >&2");

@@ -115,8 +115,16 @@ TEST_F(SpawnTest, ProxyListenersAcceptTheChildsConnectionsOnTheProxyPortOnly) {
   ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
   auto& child = std::get<Child>(spawned);
   ASSERT_EQ(child.proxyListeners.size(), 2u);
-  pollfd p = {child.proxyListeners[0].get(), POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 30000), 1);
+  // Meanwhile the child's denied calls (bash's NSS probes a unix socket) wait
+  // for an answer: a caller that polls the child itself must answer them.
+  bool connected = false;
+  for (int i = 0; i < 300 && !connected; ++i) {
+    pollfd p[2] = {{child.proxyListeners[0].get(), POLLIN, 0}, {child.seccompListener.get(), POLLIN, 0}};
+    ASSERT_GE(::poll(p, 2, 100), 0);
+    if (p[1].revents & POLLIN) (void)answerDenial(child.seccompListener.get());
+    connected = p[0].revents & POLLIN;
+  }
+  ASSERT_TRUE(connected);
   UniqueFd conn(::accept4(child.proxyListeners[0].get(), nullptr, nullptr, SOCK_CLOEXEC));
   EXPECT_TRUE(conn.valid());
   auto out = readAll(child.stdoutPipe);

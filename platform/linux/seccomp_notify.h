@@ -1,0 +1,35 @@
+// Denials as events. Every EPERM row of the seccomp table (seccomp.h) returns
+// SECCOMP_RET_USER_NOTIF: the kernel parks the call and hands it to the
+// supervisor through the filter's listener, and the supervisor answers EPERM
+// -- the answer the row stands for -- and reports what was tried. Nothing is
+// ever allowed from here (no SECCOMP_USER_NOTIF_FLAG_CONTINUE), so nothing
+// depends on arguments the child could change after the check. If the
+// listener is closed, the kernel fails such calls with ENOSYS instead.
+//
+// Whoever holds a Child must answer its listener while the child runs:
+// waitExit()/waitExitFor() of spawn.h do, and so must any loop of its own
+// that polls the pidfd (the CLI's).
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace stockade::platform {
+
+struct SeccompDenial {
+  pid_t pid = 0;                       // as the supervisor sees it
+  std::string syscall;                 // "ptrace", or "syscall 1234"
+  std::array<std::uint64_t, 6> args{};
+};
+
+// Answers the next pending notification on `listener` with EPERM and says
+// what it was. nullopt when none was pending or its caller died before the
+// answer (the kernel then answered for us). Errors name the ioctl.
+std::variant<std::optional<SeccompDenial>, std::string> answerDenial(int listener);
+
+}  // namespace stockade::platform
