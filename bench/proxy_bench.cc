@@ -8,13 +8,21 @@
 // a resolve override.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <map>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,6 +89,58 @@ void readBody(int fd, std::size_t n) {
   }
 }
 
+// CPU time of the origin's worker threads, live and exited, so that the
+// benchmark can say what each party spent (see usageNow()).
+class OriginCpu {
+ public:
+  struct Slot {
+    clockid_t clock{};
+    std::atomic<bool> done{false};
+    double finalNs = 0;
+  };
+  static OriginCpu& get() {
+    static OriginCpu c;
+    return c;
+  }
+  // Called by a worker thread when it starts; finish() when it ends.
+  std::shared_ptr<Slot> enter() {
+    auto slot = std::make_shared<Slot>();
+    ::pthread_getcpuclockid(::pthread_self(), &slot->clock);
+    std::lock_guard lock(mu_);
+    slots_.push_back(slot);
+    return slot;
+  }
+  static void finish(Slot& slot) {
+    slot.finalNs = threadNs(CLOCK_THREAD_CPUTIME_ID);
+    slot.done = true;
+  }
+  double totalNs() {
+    std::lock_guard lock(mu_);
+    double sum = 0;
+    for (const auto& s : slots_) {
+      if (!s->done) {
+        timespec ts{};
+        if (::clock_gettime(s->clock, &ts) == 0) {
+          sum += static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+          continue;
+        }
+        while (!s->done) std::this_thread::yield();  // exited between the two reads
+      }
+      sum += s->finalNs;
+    }
+    return sum;
+  }
+  static double threadNs(clockid_t clock) {
+    timespec ts{};
+    ::clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Slot>> slots_;
+};
+
 // GET /N -> N bytes from memory, keep-alive. One thread per connection.
 class Origin {
  public:
@@ -91,7 +151,11 @@ class Origin {
         int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
         std::lock_guard lock(mu_);
-        workers_.emplace_back([this, fd] { serve(fd); });
+        workers_.emplace_back([this, fd] {
+          auto slot = OriginCpu::get().enter();
+          serve(fd);
+          OriginCpu::finish(*slot);
+        });
       }
     });
   }
@@ -143,8 +207,65 @@ class Origin {
   std::vector<std::thread> workers_;
 };
 
+
+// The upper bound for any relay on this machine: a minimal transparent relay
+// with no protocol, no event loop and no bookkeeping -- per connection, one
+// blocking thread per direction moving bytes socket -> pipe -> socket with
+// splice(2), as the proxy's tunnels do. Whatever it loses against direct is
+// the cost of a third party and a second TCP connection, not of the proxy.
+class SpliceRelay {
+ public:
+  explicit SpliceRelay(std::uint16_t origin) : origin_(origin) {
+    listener_ = listenLoopback(port_);
+    thread_ = std::thread([this] {
+      while (true) {
+        int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        auto pair = std::make_shared<std::pair<UniqueFd, UniqueFd>>(UniqueFd(fd), connectTo(origin_));
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        std::lock_guard lock(mu_);
+        workers_.emplace_back([pair] { relay(pair->first.get(), pair->second.get()); });
+        workers_.emplace_back([pair] { relay(pair->second.get(), pair->first.get()); });
+      }
+    });
+  }
+  ~SpliceRelay() {
+    ::shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+    std::lock_guard lock(mu_);
+    for (auto& w : workers_) w.join();
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  static void relay(int from, int to) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) std::abort();
+    UniqueFd r(p[0]), w(p[1]);
+    ::fcntl(w.get(), F_SETPIPE_SZ, 1 << 20);
+    while (true) {
+      ssize_t n = ::splice(from, nullptr, w.get(), nullptr, 1 << 20, SPLICE_F_MOVE);
+      if (n <= 0) break;
+      while (n > 0) {
+        ssize_t m = ::splice(r.get(), nullptr, to, nullptr, static_cast<std::size_t>(n), SPLICE_F_MOVE);
+        if (m <= 0) return;
+        n -= m;
+      }
+    }
+    ::shutdown(to, SHUT_WR);
+  }
+  std::uint16_t origin_;
+  UniqueFd listener_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::thread> workers_;
+};
+
 struct World {
   Origin origin;
+  SpliceRelay relay{origin.port()};
   stockade::proxy::Proxy proxy;
   stockade::proxy::ListenerHandle handle;
   std::uint16_t proxyPort = 0;
@@ -167,13 +288,14 @@ World& world() {
   return w;
 }
 
-enum Path { kDirect, kHttp, kConnect, kSocks5 };
+enum Path { kDirect, kHttp, kConnect, kSocks5, kRelay };
 
 // A connection ready to carry origin-form (direct, CONNECT, SOCKS5) or
 // absolute-form (HTTP) requests.
 UniqueFd open(Path path) {
   World& w = world();
   if (path == kDirect) return connectTo(w.origin.port());
+  if (path == kRelay) return connectTo(w.relay.port());
   UniqueFd fd = connectTo(w.proxyPort);
   if (path == kConnect) {
     sendAll(fd.get(), "CONNECT " + w.authority() + " HTTP/1.1\r\nHost: " + w.authority() + "\r\n\r\n");
@@ -200,15 +322,47 @@ std::string request(Path path, std::size_t size) {
   return "GET " + target + " HTTP/1.1\r\nHost: " + w.authority() + "\r\n\r\n";
 }
 
+
+// CPU time of each party and context switches, for the whole process:
+// the client is the benchmark's own thread, the origin its worker threads
+// (OriginCpu), and the relay everything else -- the proxy's io thread, or the
+// minimal relay's threads. The parties share the machine's cores, so these
+// say who spends what per download.
+struct Usage {
+  double clientNs = 0, originNs = 0, relayNs = 0, switches = 0;
+};
+
+Usage usageNow() {
+  Usage u;
+  u.clientNs = OriginCpu::threadNs(CLOCK_THREAD_CPUTIME_ID);
+  u.originNs = OriginCpu::get().totalNs();
+  u.relayNs = OriginCpu::threadNs(CLOCK_PROCESS_CPUTIME_ID) - u.clientNs - u.originNs;
+  rusage r{};
+  ::getrusage(RUSAGE_SELF, &r);
+  u.switches = static_cast<double>(r.ru_nvcsw + r.ru_nivcsw);
+  return u;
+}
+
+void reportUsage(benchmark::State& state, const Usage& before, const Usage& after) {
+  double n = static_cast<double>(state.iterations());
+  state.counters["client_ms"] = (after.clientNs - before.clientNs) / n / 1e6;
+  state.counters["origin_ms"] = (after.originNs - before.originNs) / n / 1e6;
+  state.counters["relay_ms"] = (after.relayNs - before.relayNs) / n / 1e6;
+  state.counters["switches"] = (after.switches - before.switches) / n;
+}
+
 void BM_Download100MB(benchmark::State& state) {
   auto path = static_cast<Path>(state.range(0));
   constexpr std::size_t kSize = 100u << 20;
+  world();
+  Usage before = usageNow();
   for (auto _ : state) {
     UniqueFd fd = open(path);
     sendAll(fd.get(), request(path, kSize));
     readHead(fd.get());
     readBody(fd.get(), kSize);
   }
+  reportUsage(state, before, usageNow());
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kSize));
 }
 
@@ -225,13 +379,118 @@ void BM_SmallRequestRoundTrip(benchmark::State& state) {
 
 void paths(benchmark::internal::Benchmark* b) {
   b->ArgNames({"path"});
-  for (int p : {kDirect, kHttp, kConnect, kSocks5}) b->Arg(p);
+  for (int p : {kDirect, kRelay, kHttp, kConnect, kSocks5}) b->Arg(p);
 }
+
+const char* pathName(int path) {
+  switch (path) {
+    case kDirect: return "direct";
+    case kRelay: return "minimal splice relay";
+    case kHttp: return "absolute-form HTTP";
+    case kConnect: return "CONNECT";
+    case kSocks5: return "SOCKS5";
+  }
+  return "?";
+}
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread spread(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {median, v.front(), v.back()};
+}
+
+// The console report, then a summary: each path's median over the
+// repetitions with its range, as a share of direct throughput (and of the
+// minimal relay's) or as the time it adds to the direct round trip -- both
+// baselines measured in this same run.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      std::string name = r.benchmark_name();
+      auto at = name.find("path:");
+      if (at == std::string::npos) continue;
+      int path = name[at + 5] - '0';
+      if (name.starts_with("BM_Download100MB")) {
+        Download& d = downloads_[path];
+        d.gibps.push_back(r.counters.at("bytes_per_second").value / (1 << 30));
+        for (const char* c : {"client_ms", "origin_ms", "relay_ms", "switches"}) d.usage[c].push_back(r.counters.at(c).value);
+      } else {
+        roundTrips_[path].push_back(r.GetAdjustedRealTime());
+      }
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::FILE* out = stdout;
+    if (!downloads_.empty()) {
+      std::size_t reps = downloads_.begin()->second.gibps.size();
+      std::fprintf(out, "\n100 MB download: median of %zu runs [min-max]; CPU ms per download (medians)\n", reps);
+      std::fprintf(out, "  %-21s %-22s %9s %9s   %7s %7s %7s %9s\n", "path", "GiB/s", "of direct", "of relay",
+                   "client", "origin", "relay", "switches");
+      double direct = spread(downloads_[kDirect].gibps).median, relay = spread(downloads_[kRelay].gibps).median;
+      for (auto& [path, d] : downloads_) {
+        Spread g = spread(d.gibps);
+        std::fprintf(out, "  %-21s %5.2f [%5.2f-%5.2f]     %8.0f%% %8.0f%%   %7.1f %7.1f %7.1f %9.0f\n", pathName(path),
+                     g.median, g.min, g.max, direct > 0 ? 100 * g.median / direct : 0,
+                     relay > 0 ? 100 * g.median / relay : 0, spread(d.usage["client_ms"]).median,
+                     spread(d.usage["origin_ms"]).median, spread(d.usage["relay_ms"]).median,
+                     spread(d.usage["switches"]).median);
+      }
+    }
+    if (!roundTrips_.empty()) {
+      std::fprintf(out, "\nsmall request round trip on a kept-alive connection: median [min-max]\n");
+      std::fprintf(out, "  %-21s %-24s %s\n", "path", "us", "added to direct");
+      double direct = spread(roundTrips_[kDirect]).median;
+      for (auto& [path, v] : roundTrips_) {
+        Spread t = spread(v);
+        std::fprintf(out, "  %-21s %6.1f [%6.1f-%6.1f]    %+6.1f us\n", pathName(path), t.median, t.min, t.max,
+                     t.median - direct);
+      }
+    }
+    std::fflush(out);
+  }
+
+ private:
+  struct Download {
+    std::vector<double> gibps;
+    std::map<std::string, std::vector<double>> usage;
+  };
+  std::map<int, Download> downloads_;
+  std::map<int, std::vector<double>> roundTrips_;
+};
 
 }  // namespace
 
-// path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5
-BENCHMARK(BM_Download100MB)->Apply(paths)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
-BENCHMARK(BM_SmallRequestRoundTrip)->Apply(paths)->Unit(benchmark::kMicrosecond)->MinTime(1.0)->UseRealTime();
+// path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5, 4 minimal splice relay
+BENCHMARK(BM_Download100MB)->Apply(paths)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
+BENCHMARK(BM_SmallRequestRoundTrip)->Apply(paths)->Unit(benchmark::kMicrosecond)->MinTime(0.5)->UseRealTime();
 
-BENCHMARK_MAIN();
+// Unless told otherwise, five repetitions in random order, so that a burst
+// of load elsewhere on the machine falls on every path alike.
+int main(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  bool repetitions = false, interleaving = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    repetitions = repetitions || a.starts_with("--benchmark_repetitions");
+    interleaving = interleaving || a.starts_with("--benchmark_enable_random_interleaving");
+  }
+  std::string reps = "--benchmark_repetitions=5", shuffle = "--benchmark_enable_random_interleaving=true";
+  if (!repetitions) args.push_back(reps.data());
+  if (!interleaving) args.push_back(shuffle.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
