@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <cstring>
@@ -404,6 +405,11 @@ Spread spread(std::vector<double> v) {
   return {median, v.front(), v.back()};
 }
 
+// "57%" of a baseline, or "-" when the baseline was not run (filtered out).
+std::string percent(double value, double baseline) {
+  return baseline > 0 ? std::to_string(static_cast<int>(std::lround(100 * value / baseline))) + "%" : "-";
+}
+
 // The console report, then a summary: each path's median over the
 // repetitions with its range, as a share of direct throughput (and of the
 // minimal relay's) or as the time it adds to the direct round trip -- both
@@ -435,24 +441,29 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       std::fprintf(out, "\n100 MB download: median of %zu runs [min-max]; CPU ms per download (medians)\n", reps);
       std::fprintf(out, "  %-21s %-22s %9s %9s   %7s %7s %7s %9s\n", "path", "GiB/s", "of direct", "of relay",
                    "client", "origin", "relay", "switches");
-      double direct = spread(downloads_[kDirect].gibps).median, relay = spread(downloads_[kRelay].gibps).median;
+      auto medianOf = [&](int path) {
+        auto it = downloads_.find(path);
+        return it == downloads_.end() ? 0.0 : spread(it->second.gibps).median;
+      };
+      double direct = medianOf(kDirect), relay = medianOf(kRelay);  // 0: not run (filtered out)
       for (auto& [path, d] : downloads_) {
         Spread g = spread(d.gibps);
-        std::fprintf(out, "  %-21s %5.2f [%5.2f-%5.2f]     %8.0f%% %8.0f%%   %7.1f %7.1f %7.1f %9.0f\n", pathName(path),
-                     g.median, g.min, g.max, direct > 0 ? 100 * g.median / direct : 0,
-                     relay > 0 ? 100 * g.median / relay : 0, spread(d.usage["client_ms"]).median,
-                     spread(d.usage["origin_ms"]).median, spread(d.usage["relay_ms"]).median,
-                     spread(d.usage["switches"]).median);
+        std::fprintf(out, "  %-21s %5.2f [%5.2f-%5.2f]     %9s %9s   %7.1f %7.1f %7.1f %9.0f\n", pathName(path), g.median,
+                     g.min, g.max, percent(g.median, direct).c_str(), percent(g.median, relay).c_str(),
+                     spread(d.usage["client_ms"]).median, spread(d.usage["origin_ms"]).median,
+                     spread(d.usage["relay_ms"]).median, spread(d.usage["switches"]).median);
       }
     }
     if (!roundTrips_.empty()) {
       std::fprintf(out, "\nsmall request round trip on a kept-alive connection: median [min-max]\n");
       std::fprintf(out, "  %-21s %-24s %s\n", "path", "us", "added to direct");
-      double direct = spread(roundTrips_[kDirect]).median;
+      auto it = roundTrips_.find(kDirect);
+      double direct = it == roundTrips_.end() ? 0.0 : spread(it->second).median;
       for (auto& [path, v] : roundTrips_) {
         Spread t = spread(v);
-        std::fprintf(out, "  %-21s %6.1f [%6.1f-%6.1f]    %+6.1f us\n", pathName(path), t.median, t.min, t.max,
-                     t.median - direct);
+        std::string added = direct > 0 ? std::to_string(static_cast<int>(std::lround(t.median - direct))) + " us" : "-";
+        if (direct > 0 && t.median >= direct) added.insert(0, "+");
+        std::fprintf(out, "  %-21s %6.1f [%6.1f-%6.1f]    %8s\n", pathName(path), t.median, t.min, t.max, added.c_str());
       }
     }
     std::fflush(out);
