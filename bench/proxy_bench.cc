@@ -438,9 +438,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::FILE* out = stdout;
     if (!downloads_.empty()) {
       std::size_t reps = downloads_.begin()->second.gibps.size();
+      long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
       std::fprintf(out, "\n100 MB download: median of %zu runs [min-max]; CPU ms per download (medians)\n", reps);
-      std::fprintf(out, "  %-21s %-22s %9s %9s   %7s %7s %7s %9s\n", "path", "GiB/s", "of direct", "of relay",
-                   "client", "origin", "relay", "switches");
+      std::fprintf(out, "  %-21s %-22s %9s %9s   %7s %7s %7s %9s %10s\n", "path", "GiB/s", "of direct", "of relay",
+                   "client", "origin", "relay", "switches", "CPU bound");
       auto medianOf = [&](int path) {
         auto it = downloads_.find(path);
         return it == downloads_.end() ? 0.0 : spread(it->second.gibps).median;
@@ -448,11 +449,21 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       double direct = medianOf(kDirect), relay = medianOf(kRelay);  // 0: not run (filtered out)
       for (auto& [path, d] : downloads_) {
         Spread g = spread(d.gibps);
-        std::fprintf(out, "  %-21s %5.2f [%5.2f-%5.2f]     %9s %9s   %7.1f %7.1f %7.1f %9.0f\n", pathName(path), g.median,
-                     g.min, g.max, percent(g.median, direct).c_str(), percent(g.median, relay).c_str(),
-                     spread(d.usage["client_ms"]).median, spread(d.usage["origin_ms"]).median,
-                     spread(d.usage["relay_ms"]).median, spread(d.usage["switches"]).median);
+        double client = spread(d.usage["client_ms"]).median, origin = spread(d.usage["origin_ms"]).median,
+               relayCpu = spread(d.usage["relay_ms"]).median;
+        // The most this path could reach even if every core were busy all
+        // the time: its CPU per download spread over all cores, against
+        // direct's wall time per download.
+        double directMs = direct > 0 ? 100.0 / 1024 / direct * 1000 : 0;
+        double fastestMs = (client + origin + relayCpu) / static_cast<double>(cores);
+        std::fprintf(out, "  %-21s %5.2f [%5.2f-%5.2f]     %9s %9s   %7.1f %7.1f %7.1f %9.0f %10s\n", pathName(path),
+                     g.median, g.min, g.max, percent(g.median, direct).c_str(), percent(g.median, relay).c_str(), client,
+                     origin, relayCpu, spread(d.usage["switches"]).median,
+                     percent(directMs > 0 ? 1 / fastestMs : 0, directMs > 0 ? 1 / directMs : 0).c_str());
       }
+      std::fprintf(out,
+                   "  (CPU bound: the share of direct a path could reach at most if all %ld cores were busy all the time)\n",
+                   cores);
     }
     if (!roundTrips_.empty()) {
       std::fprintf(out, "\nsmall request round trip on a kept-alive connection: median [min-max]\n");
