@@ -22,8 +22,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <chrono>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -352,19 +354,51 @@ void reportUsage(benchmark::State& state, const Usage& before, const Usage& afte
   state.counters["switches"] = (after.switches - before.switches) / n;
 }
 
+constexpr std::size_t kDownloadBytes = 100u << 20;
+constexpr Path kAllPaths[] = {kDirect, kRelay, kHttp, kConnect, kSocks5};
+
+void download(Path path) {
+  UniqueFd fd = open(path);
+  sendAll(fd.get(), request(path, kDownloadBytes));
+  readHead(fd.get());
+  readBody(fd.get(), kDownloadBytes);
+}
+
 void BM_Download100MB(benchmark::State& state) {
   auto path = static_cast<Path>(state.range(0));
-  constexpr std::size_t kSize = 100u << 20;
+  constexpr std::size_t kSize = kDownloadBytes;
   world();
   Usage before = usageNow();
-  for (auto _ : state) {
-    UniqueFd fd = open(path);
-    sendAll(fd.get(), request(path, kSize));
-    readHead(fd.get());
-    readBody(fd.get(), kSize);
-  }
+  for (auto _ : state) download(path);
   reportUsage(state, before, usageNow());
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kSize));
+}
+
+// Each share of direct from one round: direct's time over the path's time.
+std::map<int, std::vector<double>>& pairedShares() {
+  static std::map<int, std::vector<double>> shares;
+  return shares;
+}
+
+// One round downloads 100 MB over every path back to back, starting at a
+// different path each round; each path's share of direct comes from the
+// same round, so load that comes and goes on a shared machine falls on both
+// sides of each ratio alike.
+void BM_Download100MBPaired(benchmark::State& state) {
+  world();
+  std::size_t round = 0;
+  for (auto _ : state) {
+    std::map<int, double> seconds;
+    for (std::size_t i = 0; i < std::size(kAllPaths); ++i) {
+      Path path = kAllPaths[(round + i) % std::size(kAllPaths)];
+      auto start = std::chrono::steady_clock::now();
+      download(path);
+      seconds[path] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    for (auto [path, s] : seconds) pairedShares()[path].push_back(seconds[kDirect] / s);
+    ++round;
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes * std::size(kAllPaths)));
 }
 
 void BM_SmallRequestRoundTrip(benchmark::State& state) {
@@ -380,7 +414,7 @@ void BM_SmallRequestRoundTrip(benchmark::State& state) {
 
 void paths(benchmark::internal::Benchmark* b) {
   b->ArgNames({"path"});
-  for (int p : {kDirect, kRelay, kHttp, kConnect, kSocks5}) b->Arg(p);
+  for (Path p : kAllPaths) b->Arg(p);
 }
 
 const char* pathName(int path) {
@@ -465,6 +499,19 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                    "  (CPU bound: the share of direct a path could reach at most if all %ld cores were busy all the time)\n",
                    cores);
     }
+    if (!pairedShares().empty()) {
+      std::size_t rounds = pairedShares().begin()->second.size();
+      std::fprintf(out,
+                   "\n100 MB download, paired: every path in each round, back to back; share of direct within a round,\n"
+                   "median [25th-75th percentile] of %zu rounds\n",
+                   rounds);
+      for (auto& [path, v] : pairedShares()) {
+        std::vector<double> sorted = v;
+        std::sort(sorted.begin(), sorted.end());
+        auto at = [&](double q) { return 100 * sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))]; };
+        std::fprintf(out, "  %-21s %4.0f%% [%3.0f%%-%3.0f%%]\n", pathName(path), 100 * spread(v).median, at(0.25), at(0.75));
+      }
+    }
     if (!roundTrips_.empty()) {
       std::fprintf(out, "\nsmall request round trip on a kept-alive connection: median [min-max]\n");
       std::fprintf(out, "  %-21s %-24s %s\n", "path", "us", "added to direct");
@@ -493,6 +540,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 
 // path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5, 4 minimal splice relay
 BENCHMARK(BM_Download100MB)->Apply(paths)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
+BENCHMARK(BM_Download100MBPaired)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
 BENCHMARK(BM_SmallRequestRoundTrip)->Apply(paths)->Unit(benchmark::kMicrosecond)->MinTime(0.5)->UseRealTime();
 
 // Unless told otherwise, five repetitions in random order, so that a burst
