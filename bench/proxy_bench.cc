@@ -8,13 +8,24 @@
 // a resolve override.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <chrono>
 #include <cstring>
+#include <ctime>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,6 +92,58 @@ void readBody(int fd, std::size_t n) {
   }
 }
 
+// CPU time of the origin's worker threads, live and exited, so that the
+// benchmark can say what each party spent (see usageNow()).
+class OriginCpu {
+ public:
+  struct Slot {
+    clockid_t clock{};
+    std::atomic<bool> done{false};
+    double finalNs = 0;
+  };
+  static OriginCpu& get() {
+    static OriginCpu c;
+    return c;
+  }
+  // Called by a worker thread when it starts; finish() when it ends.
+  std::shared_ptr<Slot> enter() {
+    auto slot = std::make_shared<Slot>();
+    ::pthread_getcpuclockid(::pthread_self(), &slot->clock);
+    std::lock_guard lock(mu_);
+    slots_.push_back(slot);
+    return slot;
+  }
+  static void finish(Slot& slot) {
+    slot.finalNs = threadNs(CLOCK_THREAD_CPUTIME_ID);
+    slot.done = true;
+  }
+  double totalNs() {
+    std::lock_guard lock(mu_);
+    double sum = 0;
+    for (const auto& s : slots_) {
+      if (!s->done) {
+        timespec ts{};
+        if (::clock_gettime(s->clock, &ts) == 0) {
+          sum += static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+          continue;
+        }
+        while (!s->done) std::this_thread::yield();  // exited between the two reads
+      }
+      sum += s->finalNs;
+    }
+    return sum;
+  }
+  static double threadNs(clockid_t clock) {
+    timespec ts{};
+    ::clock_gettime(clock, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Slot>> slots_;
+};
+
 // GET /N -> N bytes from memory, keep-alive. One thread per connection.
 class Origin {
  public:
@@ -91,7 +154,11 @@ class Origin {
         int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return;
         std::lock_guard lock(mu_);
-        workers_.emplace_back([this, fd] { serve(fd); });
+        workers_.emplace_back([this, fd] {
+          auto slot = OriginCpu::get().enter();
+          serve(fd);
+          OriginCpu::finish(*slot);
+        });
       }
     });
   }
@@ -143,8 +210,65 @@ class Origin {
   std::vector<std::thread> workers_;
 };
 
+
+// The upper bound for any relay on this machine: a minimal transparent relay
+// with no protocol, no event loop and no bookkeeping -- per connection, one
+// blocking thread per direction moving bytes socket -> pipe -> socket with
+// splice(2), as the proxy's tunnels do. Whatever it loses against direct is
+// the cost of a third party and a second TCP connection, not of the proxy.
+class SpliceRelay {
+ public:
+  explicit SpliceRelay(std::uint16_t origin) : origin_(origin) {
+    listener_ = listenLoopback(port_);
+    thread_ = std::thread([this] {
+      while (true) {
+        int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        auto pair = std::make_shared<std::pair<UniqueFd, UniqueFd>>(UniqueFd(fd), connectTo(origin_));
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        std::lock_guard lock(mu_);
+        workers_.emplace_back([pair] { relay(pair->first.get(), pair->second.get()); });
+        workers_.emplace_back([pair] { relay(pair->second.get(), pair->first.get()); });
+      }
+    });
+  }
+  ~SpliceRelay() {
+    ::shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+    std::lock_guard lock(mu_);
+    for (auto& w : workers_) w.join();
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  static void relay(int from, int to) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) std::abort();
+    UniqueFd r(p[0]), w(p[1]);
+    ::fcntl(w.get(), F_SETPIPE_SZ, 1 << 20);
+    while (true) {
+      ssize_t n = ::splice(from, nullptr, w.get(), nullptr, 1 << 20, SPLICE_F_MOVE);
+      if (n <= 0) break;
+      while (n > 0) {
+        ssize_t m = ::splice(r.get(), nullptr, to, nullptr, static_cast<std::size_t>(n), SPLICE_F_MOVE);
+        if (m <= 0) return;
+        n -= m;
+      }
+    }
+    ::shutdown(to, SHUT_WR);
+  }
+  std::uint16_t origin_;
+  UniqueFd listener_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::thread> workers_;
+};
+
 struct World {
   Origin origin;
+  SpliceRelay relay{origin.port()};
   stockade::proxy::Proxy proxy;
   stockade::proxy::ListenerHandle handle;
   std::uint16_t proxyPort = 0;
@@ -167,13 +291,14 @@ World& world() {
   return w;
 }
 
-enum Path { kDirect, kHttp, kConnect, kSocks5 };
+enum Path { kDirect, kHttp, kConnect, kSocks5, kRelay };
 
 // A connection ready to carry origin-form (direct, CONNECT, SOCKS5) or
 // absolute-form (HTTP) requests.
 UniqueFd open(Path path) {
   World& w = world();
   if (path == kDirect) return connectTo(w.origin.port());
+  if (path == kRelay) return connectTo(w.relay.port());
   UniqueFd fd = connectTo(w.proxyPort);
   if (path == kConnect) {
     sendAll(fd.get(), "CONNECT " + w.authority() + " HTTP/1.1\r\nHost: " + w.authority() + "\r\n\r\n");
@@ -200,16 +325,80 @@ std::string request(Path path, std::size_t size) {
   return "GET " + target + " HTTP/1.1\r\nHost: " + w.authority() + "\r\n\r\n";
 }
 
+
+// CPU time of each party and context switches, for the whole process:
+// the client is the benchmark's own thread, the origin its worker threads
+// (OriginCpu), and the relay everything else -- the proxy's io thread, or the
+// minimal relay's threads. The parties share the machine's cores, so these
+// say who spends what per download.
+struct Usage {
+  double clientNs = 0, originNs = 0, relayNs = 0, switches = 0;
+};
+
+Usage usageNow() {
+  Usage u;
+  u.clientNs = OriginCpu::threadNs(CLOCK_THREAD_CPUTIME_ID);
+  u.originNs = OriginCpu::get().totalNs();
+  u.relayNs = OriginCpu::threadNs(CLOCK_PROCESS_CPUTIME_ID) - u.clientNs - u.originNs;
+  rusage r{};
+  ::getrusage(RUSAGE_SELF, &r);
+  u.switches = static_cast<double>(r.ru_nvcsw + r.ru_nivcsw);
+  return u;
+}
+
+void reportUsage(benchmark::State& state, const Usage& before, const Usage& after) {
+  double n = static_cast<double>(state.iterations());
+  state.counters["client_ms"] = (after.clientNs - before.clientNs) / n / 1e6;
+  state.counters["origin_ms"] = (after.originNs - before.originNs) / n / 1e6;
+  state.counters["relay_ms"] = (after.relayNs - before.relayNs) / n / 1e6;
+  state.counters["switches"] = (after.switches - before.switches) / n;
+}
+
+constexpr std::size_t kDownloadBytes = 100u << 20;
+constexpr Path kAllPaths[] = {kDirect, kRelay, kHttp, kConnect, kSocks5};
+
+void download(Path path) {
+  UniqueFd fd = open(path);
+  sendAll(fd.get(), request(path, kDownloadBytes));
+  readHead(fd.get());
+  readBody(fd.get(), kDownloadBytes);
+}
+
 void BM_Download100MB(benchmark::State& state) {
   auto path = static_cast<Path>(state.range(0));
-  constexpr std::size_t kSize = 100u << 20;
-  for (auto _ : state) {
-    UniqueFd fd = open(path);
-    sendAll(fd.get(), request(path, kSize));
-    readHead(fd.get());
-    readBody(fd.get(), kSize);
-  }
+  constexpr std::size_t kSize = kDownloadBytes;
+  world();
+  Usage before = usageNow();
+  for (auto _ : state) download(path);
+  reportUsage(state, before, usageNow());
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kSize));
+}
+
+// Each share of direct from one round: direct's time over the path's time.
+std::map<int, std::vector<double>>& pairedShares() {
+  static std::map<int, std::vector<double>> shares;
+  return shares;
+}
+
+// One round downloads 100 MB over every path back to back, starting at a
+// different path each round; each path's share of direct comes from the
+// same round, so load that comes and goes on a shared machine falls on both
+// sides of each ratio alike.
+void BM_Download100MBPaired(benchmark::State& state) {
+  world();
+  std::size_t round = 0;
+  for (auto _ : state) {
+    std::map<int, double> seconds;
+    for (std::size_t i = 0; i < std::size(kAllPaths); ++i) {
+      Path path = kAllPaths[(round + i) % std::size(kAllPaths)];
+      auto start = std::chrono::steady_clock::now();
+      download(path);
+      seconds[path] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    for (auto [path, s] : seconds) pairedShares()[path].push_back(seconds[kDirect] / s);
+    ++round;
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes * std::size(kAllPaths)));
 }
 
 void BM_SmallRequestRoundTrip(benchmark::State& state) {
@@ -225,13 +414,153 @@ void BM_SmallRequestRoundTrip(benchmark::State& state) {
 
 void paths(benchmark::internal::Benchmark* b) {
   b->ArgNames({"path"});
-  for (int p : {kDirect, kHttp, kConnect, kSocks5}) b->Arg(p);
+  for (Path p : kAllPaths) b->Arg(p);
 }
+
+const char* pathName(int path) {
+  switch (path) {
+    case kDirect: return "direct";
+    case kRelay: return "minimal splice relay";
+    case kHttp: return "absolute-form HTTP";
+    case kConnect: return "CONNECT";
+    case kSocks5: return "SOCKS5";
+  }
+  return "?";
+}
+
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+Spread spread(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return {median, v.front(), v.back()};
+}
+
+// "57%" of a baseline, or "-" when the baseline was not run (filtered out).
+std::string percent(double value, double baseline) {
+  return baseline > 0 ? std::to_string(static_cast<int>(std::lround(100 * value / baseline))) + "%" : "-";
+}
+
+// The console report, then a summary: each path's median over the
+// repetitions with its range, as a share of direct throughput (and of the
+// minimal relay's) or as the time it adds to the direct round trip -- both
+// baselines measured in this same run.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      std::string name = r.benchmark_name();
+      auto at = name.find("path:");
+      if (at == std::string::npos) continue;
+      int path = name[at + 5] - '0';
+      if (name.starts_with("BM_Download100MB")) {
+        Download& d = downloads_[path];
+        d.gibps.push_back(r.counters.at("bytes_per_second").value / (1 << 30));
+        for (const char* c : {"client_ms", "origin_ms", "relay_ms", "switches"}) d.usage[c].push_back(r.counters.at(c).value);
+      } else {
+        roundTrips_[path].push_back(r.GetAdjustedRealTime());
+      }
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::FILE* out = stdout;
+    if (!downloads_.empty()) {
+      std::size_t reps = downloads_.begin()->second.gibps.size();
+      long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+      std::fprintf(out, "\n100 MB download: median of %zu runs [min-max]; CPU ms per download (medians)\n", reps);
+      std::fprintf(out, "  %-21s %-22s %9s %9s   %7s %7s %7s %9s %10s\n", "path", "GiB/s", "of direct", "of relay",
+                   "client", "origin", "relay", "switches", "CPU bound");
+      auto medianOf = [&](int path) {
+        auto it = downloads_.find(path);
+        return it == downloads_.end() ? 0.0 : spread(it->second.gibps).median;
+      };
+      double direct = medianOf(kDirect), relay = medianOf(kRelay);  // 0: not run (filtered out)
+      for (auto& [path, d] : downloads_) {
+        Spread g = spread(d.gibps);
+        double client = spread(d.usage["client_ms"]).median, origin = spread(d.usage["origin_ms"]).median,
+               relayCpu = spread(d.usage["relay_ms"]).median;
+        // The most this path could reach even if every core were busy all
+        // the time: its CPU per download spread over all cores, against
+        // direct's wall time per download.
+        double directMs = direct > 0 ? 100.0 / 1024 / direct * 1000 : 0;
+        double fastestMs = (client + origin + relayCpu) / static_cast<double>(cores);
+        std::fprintf(out, "  %-21s %5.2f [%5.2f-%5.2f]     %9s %9s   %7.1f %7.1f %7.1f %9.0f %10s\n", pathName(path),
+                     g.median, g.min, g.max, percent(g.median, direct).c_str(), percent(g.median, relay).c_str(), client,
+                     origin, relayCpu, spread(d.usage["switches"]).median,
+                     percent(directMs > 0 ? 1 / fastestMs : 0, directMs > 0 ? 1 / directMs : 0).c_str());
+      }
+      std::fprintf(out,
+                   "  (CPU bound: the share of direct a path could reach at most if all %ld cores were busy all the time)\n",
+                   cores);
+    }
+    if (!pairedShares().empty()) {
+      std::size_t rounds = pairedShares().begin()->second.size();
+      std::fprintf(out,
+                   "\n100 MB download, paired: every path in each round, back to back; share of direct within a round,\n"
+                   "median [25th-75th percentile] of %zu rounds\n",
+                   rounds);
+      for (auto& [path, v] : pairedShares()) {
+        std::vector<double> sorted = v;
+        std::sort(sorted.begin(), sorted.end());
+        auto at = [&](double q) { return 100 * sorted[static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1))]; };
+        std::fprintf(out, "  %-21s %4.0f%% [%3.0f%%-%3.0f%%]\n", pathName(path), 100 * spread(v).median, at(0.25), at(0.75));
+      }
+    }
+    if (!roundTrips_.empty()) {
+      std::fprintf(out, "\nsmall request round trip on a kept-alive connection: median [min-max]\n");
+      std::fprintf(out, "  %-21s %-24s %s\n", "path", "us", "added to direct");
+      auto it = roundTrips_.find(kDirect);
+      double direct = it == roundTrips_.end() ? 0.0 : spread(it->second).median;
+      for (auto& [path, v] : roundTrips_) {
+        Spread t = spread(v);
+        std::string added = direct > 0 ? std::to_string(static_cast<int>(std::lround(t.median - direct))) + " us" : "-";
+        if (direct > 0 && t.median >= direct) added.insert(0, "+");
+        std::fprintf(out, "  %-21s %6.1f [%6.1f-%6.1f]    %8s\n", pathName(path), t.median, t.min, t.max, added.c_str());
+      }
+    }
+    std::fflush(out);
+  }
+
+ private:
+  struct Download {
+    std::vector<double> gibps;
+    std::map<std::string, std::vector<double>> usage;
+  };
+  std::map<int, Download> downloads_;
+  std::map<int, std::vector<double>> roundTrips_;
+};
 
 }  // namespace
 
-// path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5
-BENCHMARK(BM_Download100MB)->Apply(paths)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
-BENCHMARK(BM_SmallRequestRoundTrip)->Apply(paths)->Unit(benchmark::kMicrosecond)->MinTime(1.0)->UseRealTime();
+// path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5, 4 minimal splice relay
+BENCHMARK(BM_Download100MB)->Apply(paths)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
+BENCHMARK(BM_Download100MBPaired)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_SmallRequestRoundTrip)->Apply(paths)->Unit(benchmark::kMicrosecond)->MinTime(0.5)->UseRealTime();
 
-BENCHMARK_MAIN();
+// Unless told otherwise, five repetitions in random order, so that a burst
+// of load elsewhere on the machine falls on every path alike.
+int main(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  bool repetitions = false, interleaving = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    repetitions = repetitions || a.starts_with("--benchmark_repetitions");
+    interleaving = interleaving || a.starts_with("--benchmark_enable_random_interleaving");
+  }
+  std::string reps = "--benchmark_repetitions=5", shuffle = "--benchmark_enable_random_interleaving=true";
+  if (!repetitions) args.push_back(reps.data());
+  if (!interleaving) args.push_back(shuffle.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

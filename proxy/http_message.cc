@@ -1,6 +1,7 @@
 #include "proxy/http_message.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 
 namespace stockade::proxy::http {
@@ -198,6 +199,12 @@ bool parseResponseHead(std::string_view head, std::string_view requestMethod, Re
     out.keepAlive = false;
   }
   return true;
+}
+
+void ChunkedScanner::skipData(std::uint64_t n) noexcept {
+  assert(n <= dataRemaining());
+  remaining_ -= n;
+  if (remaining_ == 0) state_ = State::kDataCr;
 }
 
 std::optional<std::size_t> ChunkedScanner::feed(std::string_view data) noexcept {

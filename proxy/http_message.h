@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,6 +82,12 @@ class ChunkedScanner {
   std::optional<std::size_t> feed(std::string_view data) noexcept;
   bool done() const noexcept { return state_ == State::kDone; }
   const char* error() const noexcept { return error_; }
+  // Bytes of chunk data due next: they need no scanning, so a caller may
+  // forward them without feed() and account for them with skipData().
+  std::uint64_t dataRemaining() const noexcept { return state_ == State::kData ? remaining_ : 0; }
+  // Accounts for `n` bytes of chunk data forwarded without feed().
+  // Precondition: n <= dataRemaining().
+  void skipData(std::uint64_t n) noexcept;
 
  private:
   enum class State { kSize, kExtension, kSizeLf, kData, kDataCr, kDataLf, kTrailerStart, kTrailerLine, kTrailerLf, kFinalLf, kDone };

@@ -83,6 +83,12 @@ namespace {
 constexpr std::size_t kIoChunk = 256 * 1024;
 constexpr auto kLinger = std::chrono::milliseconds(1000);
 constexpr std::size_t kMaxLingerBytes = 1024 * 1024;
+// What a splice pipe that filled up is asked to hold (F_SETPIPE_SZ); see
+// growPipe().
+constexpr std::size_t kPipeBytes = 1024 * 1024;
+// Bodies with fewer bytes left than this after the head are copied: the
+// copy costs less than making the pipe.
+constexpr std::uint64_t kSpliceMinBody = 64 * 1024;
 
 auto tok(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
@@ -166,6 +172,15 @@ class Buffer {
   std::size_t capacity_;
   std::unique_ptr<char[]> data_;  // allocated on first use, uninitialised
   std::size_t begin_ = 0, end_ = 0;
+};
+
+// A pipe through which splice(2) moves bytes from one socket to another, and
+// how many bytes it holds now.
+struct SplicePipe {
+  platform::UniqueFd read, write;
+  std::size_t capacity = 0;
+  std::size_t held = 0;
+  bool grown = false;  // asked for kPipeBytes once (growPipe)
 };
 
 }  // namespace
@@ -640,10 +655,13 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class BodyResult { kOk, kSourceClosed, kMalformed, kFailed };
 
   // Forwards one body delimited by `framing` from `from` (bytes already in
-  // `buf` first) to `to`, unchanged.
-  awaitable<BodyResult> forwardBody(tcp::socket& from, Buffer& buf, tcp::socket& to, http::Framing framing,
-                                    std::uint64_t& counter) {
+  // `buf` first) to `to`, unchanged. Large stretches whose length is known
+  // (a Content-Length body, the data of a large chunk, a body that ends at
+  // EOF) move with splice(2) through `pipe` instead of through `buf`.
+  awaitable<BodyResult> forwardBody(tcp::socket& from, Buffer& buf, tcp::socket& to, SplicePipe& pipe,
+                                    http::Framing framing, std::uint64_t& counter) {
     error_code ec;
+    auto spliceBody = [&](std::uint64_t n) { return spliceBytes(from, to, pipe, n, counter); };
     switch (framing.kind) {
       case http::Framing::kNone:
         co_return BodyResult::kOk;
@@ -659,6 +677,13 @@ class Session : public std::enable_shared_from_this<Session> {
             touch();
           }
           if (remaining == 0) co_return BodyResult::kOk;
+          if (remaining >= kSpliceMinBody && openPipe(pipe)) {
+            switch (co_await spliceBody(remaining)) {
+              case SpliceResult::kDone: co_return BodyResult::kOk;
+              case SpliceResult::kEof: co_return BodyResult::kSourceClosed;
+              case SpliceResult::kFailed: co_return BodyResult::kFailed;
+            }
+          }
           co_await readInto(from, buf, ec, static_cast<std::size_t>(std::min<std::uint64_t>(remaining, SIZE_MAX)));
           if (ec == asio::error::eof) co_return BodyResult::kSourceClosed;
           if (ec) co_return BodyResult::kFailed;
@@ -677,6 +702,14 @@ class Session : public std::enable_shared_from_this<Session> {
             touch();
           }
           if (scanner.done()) co_return BodyResult::kOk;
+          // The rest of a large chunk's data needs no scanning: splice it.
+          if (std::uint64_t data = scanner.dataRemaining(); data >= kSpliceMinBody && openPipe(pipe)) {
+            switch (co_await spliceBody(data)) {
+              case SpliceResult::kDone: scanner.skipData(data); continue;
+              case SpliceResult::kEof: co_return BodyResult::kSourceClosed;
+              case SpliceResult::kFailed: co_return BodyResult::kFailed;
+            }
+          }
           co_await readInto(from, buf, ec);
           if (ec == asio::error::eof) co_return BodyResult::kSourceClosed;
           if (ec) co_return BodyResult::kFailed;
@@ -690,6 +723,9 @@ class Session : public std::enable_shared_from_this<Session> {
             counter += buf.size();
             buf.consume(buf.size());
             touch();
+          }
+          if (openPipe(pipe)) {
+            co_return co_await spliceBody(kUntilEof) == SpliceResult::kEof ? BodyResult::kOk : BodyResult::kFailed;
           }
           co_await readInto(from, buf, ec);
           if (ec == asio::error::eof && buf.size() == 0) co_return BodyResult::kOk;
@@ -745,7 +781,7 @@ class Session : public std::enable_shared_from_this<Session> {
       co_return false;
     }
     e.bytesUp += head.size();
-    BodyResult body = co_await forwardBody(client_, inbuf_, upstream_, request.framing, e.bytesUp);
+    BodyResult body = co_await forwardBody(client_, inbuf_, upstream_, upPipe_, request.framing, e.bytesUp);
     if (body != BodyResult::kOk) {
       e.verdict = EventVerdict::kAllowed;
       e.status = 0;
@@ -799,7 +835,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     e.status = response.status;
     e.verdict = EventVerdict::kAllowed;
-    BodyResult rb = co_await forwardBody(upstream_, upbuf_, client_, response.framing, e.bytesDown);
+    BodyResult rb = co_await forwardBody(upstream_, upbuf_, client_, downPipe_, response.framing, e.bytesDown);
     if (rb != BodyResult::kOk) {
       e.rule = t.message + "; the response body was " +
                (rb == BodyResult::kMalformed ? "malformed" : timedOut() ? "idle too long" : "cut short");
@@ -921,11 +957,11 @@ class Session : public std::enable_shared_from_this<Session> {
     doneTimer_.expires_at(Clock::time_point::max());
     auto self = shared_from_this();
     asio::co_spawn(
-        impl_.ioc, splicePump(self, upstream_, client_, upbuf_, &e.bytesDown),
+        impl_.ioc, splicePump(self, upstream_, client_, upbuf_, downPipe_, &e.bytesDown),
         [self](std::exception_ptr) {
           if (--self->pumpsRunning_ == 0) self->doneTimer_.cancel();
         });
-    co_await splicePump(self, client_, upstream_, inbuf_, &e.bytesUp);
+    co_await splicePump(self, client_, upstream_, inbuf_, upPipe_, &e.bytesUp);
     if (--pumpsRunning_ > 0) {
       while (pumpsRunning_ > 0) {
         error_code ec;
@@ -936,81 +972,122 @@ class Session : public std::enable_shared_from_this<Session> {
     closeUpstream();
   }
 
-  // One direction of a tunnel, moving bytes through a pipe with splice(2) so
-  // they never enter user space. Bytes already in `buf` (read with the
-  // request head) are written first. On EOF the pipe is drained to `to`
-  // before `to` is half-closed; on any error both sockets are closed, which
-  // ends the other direction too. When no pipe can be made (fd limit) the
-  // copying pump below carries the tunnel instead, and says so in the log.
+  // One direction of a tunnel. Bytes already in `buf` (read with the request
+  // head) are written first, then the rest moves through a pipe with
+  // splice(2), never entering user space. On EOF everything read has been
+  // written (the pipe is drained) before `to` is half-closed; on any error
+  // both sockets are closed, which ends the other direction too. When no
+  // pipe can be made (fd limit) the copying pump below carries the tunnel.
   static awaitable<void> splicePump(std::shared_ptr<Session> self, tcp::socket& from, tcp::socket& to, Buffer& buf,
-                                    std::uint64_t* counter) {
-    int fds[2];
-    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
-      spdlog::warn("stockade proxy: pipe2() failed ({}); tunnel of sandbox {} copies through user space",
-                   std::strerror(errno), self->listener_->context.sandboxId);
-      co_return co_await pump(self, from, to, buf, counter);
-    }
-    platform::UniqueFd pipeRead(fds[0]), pipeWrite(fds[1]);
+                                    SplicePipe& pipe, std::uint64_t* counter) {
+    if (!self->openPipe(pipe)) co_return co_await pump(self, from, to, buf, counter);
     error_code ec;
-    bool failed = false;
+    bool ok = true;
     if (buf.size() > 0) {
-      if (!co_await self->writeAll(to, buf.view(), ec)) failed = true;
+      ok = co_await self->writeAll(to, buf.view(), ec);
       *counter += buf.size();
       buf.consume(buf.size());
     }
-    from.native_non_blocking(true, ec);
-    if (!ec) to.native_non_blocking(true, ec);
-    if (ec) failed = true;
-    constexpr std::size_t kPipeBytes = 1 << 20;
-    std::size_t inPipe = 0;
-    bool eof = false;
-    while (!failed) {
-      if (!eof && inPipe < kPipeBytes) {
-        ssize_t n = ::splice(from.native_handle(), nullptr, pipeWrite.get(), nullptr, kPipeBytes - inPipe,
-                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n > 0) {
-          inPipe += static_cast<std::size_t>(n);
-          self->touch();
-        } else if (n == 0) {
-          eof = true;
-        } else if (errno == EINTR) {
-          continue;
-        } else if (errno == EAGAIN) {
-          if (inPipe == 0) {
-            co_await from.async_wait(tcp::socket::wait_read, tok(ec));
-            if (ec) failed = true;
-            continue;
-          }
-        } else {
-          failed = true;
-          break;
-        }
-      }
-      if (inPipe > 0) {
-        ssize_t n = ::splice(pipeRead.get(), nullptr, to.native_handle(), nullptr, inPipe,
-                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n > 0) {
-          inPipe -= static_cast<std::size_t>(n);
-          *counter += static_cast<std::uint64_t>(n);
-          self->touch();
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else if (n < 0 && errno == EAGAIN) {
-          co_await to.async_wait(tcp::socket::wait_write, tok(ec));
-          if (ec) failed = true;
-        } else {
-          failed = true;
-        }
-        continue;
-      }
-      if (eof) {
-        to.shutdown(tcp::socket::shutdown_send, ec);
-        co_return;
-      }
+    if (ok && co_await self->spliceBytes(from, to, pipe, kUntilEof, *counter) == SpliceResult::kEof) {
+      to.shutdown(tcp::socket::shutdown_send, ec);
+      co_return;
     }
     error_code ignore;
     from.close(ignore);
     to.close(ignore);
+  }
+
+  // Makes `pipe` on first use. False when no pipe can be made (fd limit):
+  // the caller copies through user space instead, and the log says so once
+  // per session.
+  bool openPipe(SplicePipe& pipe) {
+    if (pipe.write) return true;
+    int fds[2];
+    if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+      if (!pipeWarned_) {
+        pipeWarned_ = true;
+        spdlog::warn("stockade proxy: pipe2() failed ({}); connection of sandbox {} copies through user space",
+                     std::strerror(errno), listener_->context.sandboxId);
+      }
+      return false;
+    }
+    pipe.read = platform::UniqueFd(fds[0]);
+    pipe.write = platform::UniqueFd(fds[1]);
+    int size = ::fcntl(pipe.write.get(), F_GETPIPE_SZ);
+    pipe.capacity = size > 0 ? static_cast<std::size_t>(size) : 4096;
+    pipe.held = 0;
+    return true;
+  }
+
+  // A pipe that filled up carries a bulk transfer: growing it from 64 KiB to
+  // 1 MiB moves more per splice() (a 100 MB download then takes about a
+  // tenth of the splice calls). Only pipes that fill up grow, once, because
+  // pipe pages count against a per-user quota (fs.pipe-user-pages-soft)
+  // that other pipes of the same user share; when the kernel refuses, the
+  // pipe keeps its size: slower, not wrong.
+  static void growPipe(SplicePipe& pipe) {
+    pipe.grown = true;
+    int size = ::fcntl(pipe.write.get(), F_SETPIPE_SZ, static_cast<int>(kPipeBytes));
+    if (size > 0) pipe.capacity = static_cast<std::size_t>(size);
+  }
+
+  enum class SpliceResult { kDone, kEof, kFailed };
+  static constexpr std::uint64_t kUntilEof = UINT64_MAX;
+
+  // Moves `limit` bytes (kUntilEof: until EOF) from `from` to `to` through
+  // `pipe` with splice(2). Never reads past `limit`, so the next message on
+  // `from` stays in its socket. kDone: `limit` bytes were written. kEof:
+  // `from` reached EOF first, and everything read from it was written.
+  // kFailed: a socket failed or the deadline fired; the pipe is discarded.
+  awaitable<SpliceResult> spliceBytes(tcp::socket& from, tcp::socket& to, SplicePipe& pipe, std::uint64_t limit,
+                                      std::uint64_t& counter) {
+    error_code ec;
+    if (!from.native_non_blocking()) from.native_non_blocking(true, ec);
+    if (!ec && !to.native_non_blocking()) to.native_non_blocking(true, ec);
+    std::uint64_t left = limit;
+    bool eof = false;
+    while (!ec) {
+      if (!eof && left > 0 && pipe.held < pipe.capacity) {
+        std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, pipe.capacity - pipe.held));
+        ssize_t n = ::splice(from.native_handle(), nullptr, pipe.write.get(), nullptr, want,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          pipe.held += static_cast<std::size_t>(n);
+          if (left != kUntilEof) left -= static_cast<std::uint64_t>(n);
+          if (pipe.held >= pipe.capacity && !pipe.grown) growPipe(pipe);
+          touch();
+        } else if (n == 0) {
+          eof = true;
+        } else if (errno == EINTR) {
+          continue;
+        } else if (errno != EAGAIN) {
+          break;
+        } else if (pipe.held == 0) {
+          co_await from.async_wait(tcp::socket::wait_read, tok(ec));
+          continue;
+        }
+      }
+      if (pipe.held > 0) {
+        ssize_t n = ::splice(pipe.read.get(), nullptr, to.native_handle(), nullptr, pipe.held,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+          pipe.held -= static_cast<std::size_t>(n);
+          counter += static_cast<std::uint64_t>(n);
+          touch();
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else if (n < 0 && errno == EAGAIN) {
+          co_await to.async_wait(tcp::socket::wait_write, tok(ec));
+        } else {
+          break;
+        }
+        continue;
+      }
+      if (eof) co_return SpliceResult::kEof;
+      if (left == 0) co_return SpliceResult::kDone;
+    }
+    pipe = SplicePipe{};  // may still hold bytes of a message that failed
+    co_return SpliceResult::kFailed;
   }
 
   // One direction of a tunnel, copying through `buf`. On EOF, everything
@@ -1051,6 +1128,9 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer doneTimer_;
   Buffer inbuf_;  // client -> upstream
   Buffer upbuf_;  // upstream -> client
+  SplicePipe upPipe_;    // client -> upstream, made on first use
+  SplicePipe downPipe_;  // upstream -> client, made on first use
+  bool pipeWarned_ = false;
   std::string upstreamAddress_;
   std::uint16_t upstreamPort_ = 0;
   bool holdingSlot_ = false;

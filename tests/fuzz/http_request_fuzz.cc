@@ -1,6 +1,7 @@
 // libFuzzer target: bytes -> the proxy's HTTP parsing (request heads and
 // their origin-form rewrite, response heads, chunked bodies) and the host
 // decision. Nothing here may crash, hang, leak or throw on any input.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,6 +46,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (a && *a > half) {
       __builtin_trap();
     }
+    // Skipping chunk data unscanned, as the proxy does when it splices it,
+    // ends (or refuses) the body exactly where feeding all of it does.
+    http::ChunkedScanner fed, skipping;
+    auto whole = fed.feed(body);
+    std::size_t pos = 0;
+    bool ok = true;
+    while (pos < body.size() && !skipping.done()) {
+      if (std::uint64_t d = skipping.dataRemaining(); d > 0) {
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(d, body.size() - pos));
+        skipping.skipData(n);
+        pos += n;
+        continue;
+      }
+      auto n = skipping.feed(body.substr(pos, 1));
+      if (!n) {
+        ok = false;
+        break;
+      }
+      pos += *n;
+    }
+    if (whole.has_value() != ok || skipping.done() != fed.done()) __builtin_trap();
+    if (whole && (fed.done() ? pos != *whole : pos != body.size())) __builtin_trap();
   }
   (void)normaliseHost(in.substr(0, 300));
   return 0;

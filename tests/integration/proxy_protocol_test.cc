@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "proxy_fixture.h"
@@ -72,6 +74,73 @@ TEST_F(ProxyProtocolTest, PipelinedRequestsOnOneKeepAliveConnectionAreAnsweredIn
   auto ev = events();
   ASSERT_EQ(ev.size(), 3u);
   for (const auto& e : ev) EXPECT_EQ(e.status, 200);
+}
+
+// Bodies this large move by splice(2) (proxy.cc spliceBytes), which must stop
+// exactly at the body's end: the next message on the same connection is then
+// read and parsed afresh.
+TEST_F(ProxyProtocolTest, LargeResponseBodiesLeaveTheNextPipelinedResponseIntact) {
+  start({files()});
+  auto fd = connectLoopback(port_);
+  constexpr std::size_t kBig = 5 * 1024 * 1024 + 3;
+  const std::string big = std::to_string(kBig);
+  ASSERT_TRUE(sendAll(fd.get(), getRequest("/bytes/" + big + "/1") + getRequest("/chunked/" + big + "/2/1048576") +
+                                    getRequest("/bytes/30/3")));
+  std::string first = readHead(fd.get());
+  EXPECT_TRUE(first.starts_with("HTTP/1.1 200")) << first;
+  EXPECT_EQ(sha256Hex(readN(fd.get(), kBig)), expectedSha(1, kBig));
+
+  std::string second = readHead(fd.get());
+  EXPECT_NE(second.find("Transfer-Encoding: chunked"), std::string::npos) << second;
+  std::string data;
+  while (true) {  // 1 MiB chunks, the last one 3 bytes, then the zero chunk
+    std::string line;
+    while (!line.ends_with("\r\n")) {
+      std::string c = readN(fd.get(), 1);
+      ASSERT_EQ(c.size(), 1u) << "the chunked body was cut short after " << data.size() << " bytes";
+      line += c;
+    }
+    std::size_t size = std::stoul(line, nullptr, 16);
+    if (size == 0) break;
+    EXPECT_EQ(size, std::min<std::size_t>(1048576, kBig - data.size()));
+    data += readN(fd.get(), size);
+    ASSERT_EQ(readN(fd.get(), 2), "\r\n");
+  }
+  EXPECT_EQ(readN(fd.get(), 2), "\r\n");
+  EXPECT_EQ(data.size(), kBig);
+  EXPECT_EQ(sha256Hex(data), expectedSha(2, kBig));
+
+  std::string third = readHead(fd.get());
+  EXPECT_TRUE(third.starts_with("HTTP/1.1 200")) << third;
+  std::string e3(30, 0);
+  generate(3, 0, e3.data(), e3.size());
+  EXPECT_EQ(readN(fd.get(), 30), e3);
+  EXPECT_EQ(origin_->heads().size(), 3u);
+}
+
+TEST_F(ProxyProtocolTest, LargeRequestBodiesLeaveTheNextPipelinedRequestIntact) {
+  start({files()});
+  std::string data(3 * 1024 * 1024 + 5, 0);
+  generate(7, 0, data.data(), data.size());
+  std::string post = "POST http://files.test:" + p() + "/sha HTTP/1.1\r\nHost: files.test:" + p() + "\r\n";
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx", data.size());
+  std::string requests = post + "Content-Length: " + std::to_string(data.size()) + "\r\n\r\n" + data +  //
+                         post + "Transfer-Encoding: chunked\r\n\r\n" + size + "\r\n" + data + "\r\n0\r\n\r\n" +
+                         getRequest("/bytes/10/4");
+  auto fd = connectLoopback(port_);
+  ASSERT_TRUE(sendAll(fd.get(), requests));
+  for (const char* framing : {"Content-Length", "chunked"}) {
+    std::string head = readHead(fd.get());
+    EXPECT_TRUE(head.starts_with("HTTP/1.1 200")) << framing << ": " << head;
+    EXPECT_EQ(readN(fd.get(), 64), sha256Hex(data)) << framing;
+  }
+  std::string last = readHead(fd.get());
+  EXPECT_TRUE(last.starts_with("HTTP/1.1 200")) << last;
+  std::string e4(10, 0);
+  generate(4, 0, e4.data(), e4.size());
+  EXPECT_EQ(readN(fd.get(), 10), e4);
+  EXPECT_EQ(origin_->heads().size(), 3u);
 }
 
 TEST_F(ProxyProtocolTest, RequestBodiesArriveByteExactWithLengthOrChunkedFraming) {

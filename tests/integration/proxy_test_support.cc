@@ -310,8 +310,8 @@ void OriginServer::serve(int fd) {
     }
 
     auto send = [&](std::string_view s) { return sendAll(fd, s); };
-    auto streamBody = [&](std::uint64_t seed, std::uint64_t size, bool chunked) {
-      std::vector<char> block(1 << 16);
+    auto streamBody = [&](std::uint64_t seed, std::uint64_t size, bool chunked, std::size_t chunk = 1 << 16) {
+      std::vector<char> block(chunk);
       for (std::uint64_t off = 0; off < size; off += block.size()) {
         std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), size - off));
         generate(seed, off, block.data(), n);
@@ -338,9 +338,10 @@ void OriginServer::serve(int fd) {
       if (!send("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(size) + "\r\n\r\n") ||
           !streamBody(seed, size, false))
         return;
-    } else if (method == "GET" && parts.size() == 3 && parts[0] == "chunked") {
+    } else if (method == "GET" && (parts.size() == 3 || parts.size() == 4) && parts[0] == "chunked") {
+      std::size_t chunk = parts.size() == 4 ? static_cast<std::size_t>(toNumber(parts[3])) : 1 << 16;
       if (!send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") ||
-          !streamBody(toNumber(parts[2]), toNumber(parts[1]), true))
+          !streamBody(toNumber(parts[2]), toNumber(parts[1]), true, chunk == 0 ? 1 : chunk))
         return;
     } else if (method == "GET" && parts.size() == 3 && parts[0] == "close") {
       if (send("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")) streamBody(toNumber(parts[2]), toNumber(parts[1]), false);

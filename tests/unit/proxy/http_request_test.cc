@@ -204,6 +204,33 @@ TEST(ChunkedScannerTest, FindsTheEndOfAChunkedBodyFedInAnyPieces) {
   }
 }
 
+TEST(ChunkedScannerTest, ChunkDataSkippedWithoutFeedingStillEndsTheBodyWhereItEnds) {
+  // The proxy splices large chunk data without showing it to the scanner.
+  ChunkedScanner s;
+  EXPECT_EQ(s.dataRemaining(), 0u);  // in a size line, nothing may be skipped
+  ASSERT_EQ(s.feed("100000\r\n"), 8u);
+  EXPECT_EQ(s.dataRemaining(), 0x100000u);
+  s.skipData(0x100000 - 5);
+  EXPECT_EQ(s.dataRemaining(), 5u);
+  ASSERT_EQ(s.feed("abc"), 3u);
+  EXPECT_EQ(s.dataRemaining(), 2u);
+  s.skipData(2);
+  EXPECT_EQ(s.dataRemaining(), 0u);  // the CRLF after the data is scanned again
+  const std::string rest = "\r\n0\r\n\r\nNEXT";
+  auto n = s.feed(rest);
+  ASSERT_TRUE(n) << s.error();
+  EXPECT_EQ(*n, rest.size() - 4);
+  EXPECT_TRUE(s.done());
+}
+
+TEST(ChunkedScannerTest, SkippedChunkDataMustStillBeFollowedByCrlf) {
+  ChunkedScanner s;
+  ASSERT_EQ(s.feed("10\r\n"), 4u);
+  s.skipData(16);
+  EXPECT_FALSE(s.feed("XX").has_value());
+  EXPECT_NE(std::string(s.error()), "");
+}
+
 TEST(ChunkedScannerTest, RefusesMalformedBodies) {
   const char* bad[] = {"x\r\n", "\r\n", "5\r\nhelloXX", "5\nhello\r\n", "ffffffffffffffff\r\n",
                        "0\r\nTrailer\n", "0\r\n\rX", "5;\x01\r\n"};
