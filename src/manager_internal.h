@@ -32,6 +32,7 @@ struct RunShared {
   std::vector<proxy::ListenerHandle> listeners;
   std::unique_ptr<std::stop_callback<std::function<void()>>> onStop;
   long denials = 0;  // seccomp denials answered; touched by the waiter thread only
+  std::function<void()> afterExit;  // run by the waiter once the child is gone, before `completed` settles
 };
 
 struct ManagerState {

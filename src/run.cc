@@ -118,6 +118,7 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
       c = {125, true, std::nullopt};
       s->logError("run " + run->runId + ": " + std::get<std::string>(status));
     }
+    if (run->afterExit) run->afterExit();
     run->onStop.reset();  // waits for a stop callback that is running right now
     run->listeners.clear();  // closes its listeners and tunnels (waits for the proxy's io thread)
     s->writeAudit("exit", {{"runId", run->runId},
@@ -189,7 +190,8 @@ Run SandboxHandle::run(RunOptions o) {
   if (network) proxyPort = kSandboxProxyPort;
   platform::ProgramRequest program{o.argv, o.cwd, childEnvironment(rules, environ, o.env, proxyPort)};
   // Under the session's rules, the spare built after the last run() has
-  // everything but the program; the next one is built when this one is out.
+  // everything but the program; the next one is built when this child has
+  // ended, so that building it does not compete with the program for the CPUs.
   std::optional<platform::PreparedSandbox> spare;
   if (!o.policy) spare = detail::takeSpare(s, generation, rules.fingerprint());
   auto spawned = spare ? platform::launch(std::move(*spare), program) : s.spawner.call([&] {
@@ -202,7 +204,6 @@ Run SandboxHandle::run(RunOptions o) {
                                                   .stdio = platform::Stdio::kPipe,
                                                   .onMissingLayer = platform::OnMissingLayer::kRefuse});
   });
-  if (!o.policy) detail::scheduleSpare(state_, generation, rules, proxyPort);
   if (auto* err = std::get_if<platform::SpawnError>(&spawned)) {
     s.writeAudit("spawn-failed", {{"correlationId", o.correlationId}, {"message", err->message()}});
     throw SandboxError(ErrorCode::kSpawnFailed, "run(): " + err->message());
@@ -210,6 +211,12 @@ Run SandboxHandle::run(RunOptions o) {
   auto shared = std::make_shared<RunShared>();
   shared->child = std::get<platform::Child>(std::move(spawned));
   shared->correlationId = o.correlationId;
+  if (!o.policy) {
+    std::weak_ptr<ManagerState> weak = state_;
+    shared->afterExit = [weak, generation, rules, proxyPort] {
+      if (auto st = weak.lock()) detail::scheduleSpare(st, generation, rules, proxyPort);
+    };
+  }
 
   // From here until the waiter owns the child, any failure kills and reaps
   // it: a child is never left running without someone to settle `completed`.

@@ -1,9 +1,10 @@
 // The spare: a sandbox built ahead of the run() that will use it.
 //
 // Building a sandbox (namespaces, mounts, Landlock, seccomp) is most of a
-// spawn's cost; the program itself only needs exec. After each run() under
-// the session's rules, the spawner thread builds the next sandbox under the
-// same rules, and the next run() sends it its program. A spare is used once,
+// spawn's cost; the program itself only needs exec. When a child of run()
+// under the session's rules has ended, the spawner thread builds the next
+// sandbox under the same rules (not while the child runs: on few cores the
+// build slowed the child), and the next run() sends it its program. A spare is used once,
 // and only when it was built under rules with the fingerprint the drift check
 // has just derived, in the same generation, and every path its mounts bind or
 // cover still names the object that was bound or covered. Anything else

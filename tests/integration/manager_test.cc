@@ -504,9 +504,10 @@ TEST_F(ManagerTest, ASpareHoldsNoCopyOfAnotherChildsStdin) {
   SandboxHandle h = create(policy());
   EXPECT_EQ(runSh(h, "echo ok").out, "ok\n");
   ASSERT_TRUE(eventually(oneSpareWaiting));
-  // cat takes the spare; the next one is built while cat runs, from a
-  // supervisor that holds the write end of cat's stdin.
+  // cat takes the spare. Another run ends while cat runs, so the next spare
+  // is built by a supervisor that holds the write end of cat's stdin.
   stockade::Run cat = h.run({.argv = {"/bin/cat"}, .correlationId = "cat", .cwd = work_});
+  EXPECT_EQ(runSh(h, "echo ok").out, "ok\n");
   ASSERT_TRUE(eventually([] { return sparesWaiting() == 1; }));
   cat.closeStdin();
   EXPECT_EQ(cat.completed.wait_for(10s), std::future_status::ready)
