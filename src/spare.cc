@@ -46,11 +46,17 @@ void scheduleSpare(const std::shared_ptr<ManagerState>& state, std::uint64_t gen
   s.spawner.post([weak, generation, rules, proxyPort] {
     auto st = weak.lock();
     if (!st) return;
-    auto built = platform::prepare(platform::SandboxRequest{.rules = rules,
-                                                            .proxyPort = proxyPort,
-                                                            .newSession = true,
-                                                            .stdio = platform::Stdio::kPipe,
-                                                            .onMissingLayer = platform::OnMissingLayer::kRefuse});
+    std::variant<platform::PreparedSandbox, platform::SpawnError> built = platform::SpawnError{};
+    try {
+      built = platform::prepare(platform::SandboxRequest{.rules = rules,
+                                                         .proxyPort = proxyPort,
+                                                         .newSession = true,
+                                                         .stdio = platform::Stdio::kPipe,
+                                                         .onMissingLayer = platform::OnMissingLayer::kRefuse});
+    } catch (...) {
+      // (allocation failure) Handled as a failed build below: the slot is
+      // released, so no run() waits for this spare forever.
+    }
     std::optional<platform::PreparedSandbox> unused;  // killed and reaped at the end of the job, on this thread
     {
       std::lock_guard lock(st->mu);

@@ -3,6 +3,8 @@
 // planMounts() is the exception: it runs in the parent.
 #include "platform/linux/mounts.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -257,18 +259,50 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
 
 }  // namespace
 
-std::vector<FileIdentity> coveredObjects(const MountPlan& plan) {
-  std::vector<FileIdentity> out;
-  auto add = [&out](const std::string& path) {
+HostSnapshot HostSnapshot::take(const MountPlan& plan) {
+  HostSnapshot snapshot;
+  snapshot.mountTable_.reset(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+  auto add = [&snapshot](const std::string& path, bool readOnly) {
     if (beneath(path, "/proc")) return;  // the sandbox's own /proc, not a host object
+    Entry e;
+    e.path = path;
+    e.object.reset(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat st;
-    out.push_back(::lstat(path.c_str(), &st) == 0 ? FileIdentity{st.st_dev, st.st_ino} : FileIdentity{});
+    if (e.object && ::fstat(e.object.get(), &st) == 0) {
+      e.device = st.st_dev;
+      e.inode = st.st_ino;
+      e.links = st.st_nlink;
+      e.countLinks = readOnly && S_ISREG(st.st_mode);
+    } else {
+      e.object.reset();
+    }
+    snapshot.entries_.push_back(std::move(e));
   };
-  for (const auto* list : {&plan.writable, &plan.readOnly, &plan.uncoverableDenyWrite, &plan.pinned, &plan.carveOuts,
-                           &plan.innerMasks})
-    for (const auto& p : *list) add(p);
-  for (const auto& m : plan.masks) add(m.path);
-  return out;
+  for (const auto* list : {&plan.writable, &plan.pinned, &plan.carveOuts, &plan.innerMasks})
+    for (const auto& p : *list) add(p, false);
+  for (const auto* list : {&plan.readOnly, &plan.uncoverableDenyWrite})
+    for (const auto& p : *list) add(p, true);
+  for (const auto& m : plan.masks) add(m.path, false);
+  return snapshot;
+}
+
+bool HostSnapshot::unchanged() const {
+  if (!mountTable_) return false;
+  pollfd p = {mountTable_.get(), POLLPRI, 0};
+  if (::poll(&p, 1, 0) != 0) return false;  // a mount came or went (or poll failed)
+  for (const auto& e : entries_) {
+    struct stat now;
+    bool exists = ::lstat(e.path.c_str(), &now) == 0;
+    if (!e.object) {
+      if (exists) return false;
+      continue;
+    }
+    struct stat held;
+    if (!exists || now.st_dev != e.device || now.st_ino != e.inode) return false;
+    if (::fstat(e.object.get(), &held) != 0 || held.st_nlink == 0) return false;  // unlinked meanwhile
+    if (e.countLinks && held.st_nlink != e.links) return false;  // a new name for a write-denied file
+  }
+  return true;
 }
 
 MountPlan planMounts(const DerivedRules& rules) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "platform/linux/child_error.h"
+#include "platform/unique_fd.h"
 #include "stockade/rules.h"
 
 namespace stockade::platform {
@@ -57,16 +58,33 @@ struct MountPlan {
 
 MountPlan planMounts(const DerivedRules& rules);
 
-// The host objects the mounts of `plan` bind, cover or pin, by (device,
-// inode) per path ({0, 0} for a missing one), in plan order. Mounts hold
-// objects, not names: a sandbox built earlier still shows the host as the
-// rules say while coveredObjects() of its plan is unchanged (prepare()).
-struct FileIdentity {
-  dev_t device = 0;
-  ino_t inode = 0;
-  bool operator==(const FileIdentity&) const = default;
+// What a sandbox's mounts were built from, for using the sandbox later
+// (prepare()): mounts hold objects, not names, and a copy of the host's mount
+// table. A snapshot holds every object the plan binds, covers or pins open
+// (O_PATH), so none can be freed and its inode number handed to a new file
+// while the snapshot lives, and watches the supervisor's mount table.
+class HostSnapshot {
+ public:
+  HostSnapshot() = default;
+  static HostSnapshot take(const MountPlan& plan);
+  // True while every path names the object it named when taken (the same
+  // device and inode, still linked; a write-denied file with the same number
+  // of links), a missing path is still missing, and no mount was added or
+  // removed in the supervisor's mount namespace.
+  bool unchanged() const;
+
+ private:
+  struct Entry {
+    std::string path;
+    UniqueFd object;  // O_PATH; invalid when the path was missing
+    dev_t device = 0;
+    ino_t inode = 0;
+    nlink_t links = 0;
+    bool countLinks = false;  // a regular file bound read-only
+  };
+  std::vector<Entry> entries_;
+  UniqueFd mountTable_;  // /proc/self/mountinfo: poll() says POLLPRI once the table changed
 };
-std::vector<FileIdentity> coveredObjects(const MountPlan& plan);
 
 // Child side. Builds the view under a private staging tmpfs, pivots into it
 // and leaves the process at "/". False with `error` filled on failure.

@@ -11,6 +11,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -279,6 +280,11 @@ void forwardSignal(int sig) noexcept {
     fail(plan, error, SetupStep::kExec);
   }
   if (pid == 0) {
+    // init's handlers would run on init's memory: default them here (this
+    // table is the child's own) before the forwarded signals are unblocked.
+    struct sigaction defaults = {};
+    defaults.sa_handler = SIG_DFL;
+    for (int sig : kForwarded) ::sigaction(sig, &defaults, nullptr);
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives execve
     ::close(plan.statusFd);
     execProgram(plan, program, error);
@@ -362,7 +368,6 @@ void forwardSignal(int sig) noexcept {
   if (!bringUpLoopback(error)) report(plan, error);
   if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
   if (!applyMounts(*plan.mounts, error)) report(plan, error);
-  if (!applyRlimits(plan.limits, error)) report(plan, error);
   if (!dropCapabilities(error)) report(plan, error);
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
@@ -386,6 +391,10 @@ void forwardSignal(int sig) noexcept {
     error.add("chdir(").quoted(program.cwd).add(")");
     fail(plan, error, SetupStep::kWorkingDir);
   }
+  // Last, because init is a copy of the whole supervisor: with RLIMIT_AS below
+  // the supervisor's size, even receiving the program would fail. Only the
+  // program is what the limits are for, and it inherits them.
+  if (!applyRlimits(plan.limits, error)) report(plan, error);
   runInit(plan, program, error);
 }
 
@@ -563,7 +572,7 @@ PreparedSandbox& PreparedSandbox::operator=(PreparedSandbox&& other) noexcept {
     proxy_ = other.proxy_;
     ready_ = other.ready_;
     mounts_ = std::move(other.mounts_);
-    covered_ = std::move(other.covered_);
+    host_ = std::move(other.host_);
   }
   return *this;
 }
@@ -575,7 +584,7 @@ void PreparedSandbox::discard() noexcept {
   child_.pidfd.reset();
 }
 
-bool PreparedSandbox::matchesHost() const { return coveredObjects(mounts_) == covered_; }
+bool PreparedSandbox::matchesHost() const { return host_.unchanged(); }
 
 std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request) {
   PreparedSandbox sandbox;
@@ -656,7 +665,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.seccomp = &seccompProgram({!request.rules.network().allowUnixSockets.empty()});
   plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
                  request.rules.limits().memoryBytes};
-  sandbox.covered_ = coveredObjects(sandbox.mounts_);
+  sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
 
   int pidfd = -1;
   abi::CloneArgs args;
@@ -738,7 +747,15 @@ std::variant<Child, SpawnError> launch(PreparedSandbox&& prepared, const Program
     sandbox.discard();
     return parentError(SetupStep::kProgram, "send(command socket)", sendError);
   }
-  // EOF on the error pipe: the program was exec'd.
+  // EOF on the error pipe: the program was exec'd -- unless init died first
+  // (a prepared sandbox killed while it waited), which its pidfd shows.
+  // A program that exec'd and ended already has its status in the pipe.
+  pollfd init = {sandbox.child_.pidfd.get(), POLLIN, 0};
+  int pending = 0;
+  if (::poll(&init, 1, 0) == 1 && ::ioctl(sandbox.child_.programStatus.get(), FIONREAD, &pending) == 0 && pending == 0) {
+    sandbox.discard();
+    return parentError(SetupStep::kProgram, "", 0, "the sandbox's init ended before its program started");
+  }
   sandbox.errors_.reset();
   return std::move(sandbox.child_);
 }

@@ -154,9 +154,11 @@ class PreparedSandbox {
 
   const EnforcementReport& enforcement() const noexcept { return child_.enforcement; }
   // False when a path the mounts bind, cover or pin now names another object
-  // than when the sandbox was built (e.g. a write-allowed directory deleted
-  // and made again, a .git/hooks replaced): the sandbox would show the old
-  // objects, so launch it only while this holds.
+  // than when the sandbox was built (a write-allowed directory deleted and
+  // made again, a .git/hooks replaced, a read-denied file deleted -- which
+  // takes the mask on it away -- and written anew, a new hard link to a
+  // write-denied file), or a mount came or went on the host: the sandbox would
+  // show the old view, so launch it only while this holds.
   bool matchesHost() const;
 
  private:
@@ -177,7 +179,7 @@ class PreparedSandbox {
   bool proxy_ = false;   // proxy listeners come on channel_ first
   bool ready_ = false;   // the init reported its setup complete
   MountPlan mounts_;
-  std::vector<FileIdentity> covered_;  // coveredObjects(mounts_) before clone
+  HostSnapshot host_;  // taken before clone
 };
 
 // Builds a sandbox and waits until its setup is complete. Thread: as spawn()
