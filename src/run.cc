@@ -115,6 +115,9 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
     if (auto* st = std::get_if<platform::ExitStatus>(&status)) {
       c = completionOf(*st);
     } else {
+      // Never leave the sandbox running once nobody answers its listener.
+      platform::signalChild(run->child.pidfd, SIGKILL);
+      (void)platform::waitExit(run->child.pidfd);
       c = {125, true, std::nullopt};
       s->logError("run " + run->runId + ": " + std::get<std::string>(status));
     }

@@ -52,6 +52,7 @@ struct SeccompRule {
   std::uint64_t value2;
   int error;
   const char* reason;
+  bool viaSupervisor;  // SECCOMP_RET_USER_NOTIF, answered `error` by stockade; else the filter returns it
 };
 std::vector<SeccompRule> seccompRules(const SeccompOptions& options);
 

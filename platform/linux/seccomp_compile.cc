@@ -55,7 +55,7 @@ std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const S
     int nr = resolveSyscall(d.syscall);
     if (nr == __NR_SCMP_ERROR) return std::string("seccomp_syscall_resolve_name(\"") + d.syscall + "\") failed";
     // EPERM rows go to the supervisor, which answers EPERM and audits (seccomp_notify.h).
-    const std::uint32_t action = d.error == EPERM ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(static_cast<std::uint16_t>(d.error));
+    const std::uint32_t action = d.viaSupervisor ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(static_cast<std::uint16_t>(d.error));
     int rc = 0;
     switch (d.match) {
       case SeccompMatch::kAlways: rc = seccomp_rule_add(ctx.get(), action, nr, 0); break;

@@ -45,6 +45,9 @@ struct Denial {
   int error;
   const char* reason;
   bool unixSocket;  // dropped when the policy allows unix sockets
+  // Answered by the filter itself, never through the supervisor (see the
+  // seccomp row: it must hold even when no supervisor is listening).
+  bool unsupervised = false;
 };
 
 constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
@@ -55,6 +58,12 @@ constexpr const char* kSetIdReason = "setuid/setgid bits would let a file writte
 // THE table: every denied call and why. Keep reasons short and concrete.
 constexpr Denial kDenials[] = {
     {"ptrace", Match::kAlways, 0, 0, EPERM, "inspect or control other processes", false},
+    // A filter of the program's own with a listener could answer, with
+    // "continue", calls this table denies, once stockade's listener is gone
+    // (a newer filter wins between equal actions). EPERM from the filter
+    // itself outranks any user notification.
+    {"seccomp", Match::kArg1HasBit, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, EPERM,
+     "a listener of the program's own could let through calls this table denies", false, true},
     {"process_vm_readv", Match::kAlways, 0, 0, EPERM, "read another process's memory", false},
     {"process_vm_writev", Match::kAlways, 0, 0, EPERM, "write another process's memory", false},
     {"pidfd_getfd", Match::kAlways, 0, 0, EPERM, "steal another process's file descriptors", false},
@@ -173,7 +182,8 @@ std::vector<SeccompDenialInfo> seccompDenials(const SeccompOptions& options) {
 
 std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
   std::vector<SeccompRule> out;
-  for (const auto& d : denials(options)) out.push_back({d.syscall, d.match, d.value, d.value2, d.error, d.reason});
+  for (const auto& d : denials(options))
+    out.push_back({d.syscall, d.match, d.value, d.value2, d.error, d.reason, d.error == EPERM && !d.unsupervised});
   return out;
 }
 

@@ -538,8 +538,19 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
   const auto& limits = rules.limits();
   if (limits.pids != 0) {
     auto controller = findPidsController();
-    if (auto* h = std::get_if<PidsHierarchy>(&controller)) r.pidsLimit = h->mechanism;
-    else r.degradations.push_back("limits.pids: not enforced: " + std::get<std::string>(controller));
+    if (auto* h = std::get_if<PidsHierarchy>(&controller)) {
+      r.pidsLimit = h->mechanism;
+      // A writable cgroup tree would let the program move itself out of its cgroup.
+      auto within = [](const std::string& path, const std::string& root) {
+        return root == "/" || path == root || (path.starts_with(root) && path[root.size()] == '/');
+      };
+      for (const auto& w : mounts.writable)
+        if (within(h->ownCgroupDir, w) || within(w, "/sys/fs/cgroup"))
+          r.degradations.push_back("limits.pids: the policy makes \"" + w + "\" writable, and with it the cgroup tree (" +
+                                   h->ownCgroupDir + "): the program could leave its pids cgroup");
+    } else {
+      r.degradations.push_back("limits.pids: not enforced: " + std::get<std::string>(controller));
+    }
   }
   if (!rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
@@ -793,6 +804,8 @@ std::variant<bool, std::string> serveUntilExit(const Child& child,
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) return std::string("poll(pidfd, seccomp listener) failed: ") + strerrorname_np(errno);
     if (rc == 0) return false;
+    if (fds[0].revents & POLLIN) return true;
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) return false;  // a flood of denials
     if (listening && (fds[1].revents & POLLIN)) {
       auto denial = answerDenial(child.seccompListener.get());
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
@@ -800,7 +813,6 @@ std::variant<bool, std::string> serveUntilExit(const Child& child,
     } else if (listening && (fds[1].revents & (POLLHUP | POLLERR))) {
       listening = false;  // no task is left under the filter
     }
-    if (fds[0].revents & POLLIN) return true;
   }
 }
 

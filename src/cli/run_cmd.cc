@@ -285,11 +285,17 @@ int run(const RunOptions& o) {
     if (listener >= 0 && (fds[2].revents & POLLIN)) {
       // A call the seccomp table denies: answered EPERM, and audited.
       auto denial = platform::answerDenial(listener);
-      if (auto* err = std::get_if<std::string>(&denial)) throw Failure{*err};
+      if (auto* err = std::get_if<std::string>(&denial)) {
+        (void)killAndReap();  // never leave the sandbox running without its listener
+        throw Failure{*err};
+      }
       if (auto& d = std::get<std::optional<platform::SeccompDenial>>(denial)) auditDenial(*d);
-      continue;
+    } else if (listener >= 0 && (fds[2].revents & (POLLHUP | POLLERR))) {
+      listener = -1;  // nothing is left under the filter
     }
-    if (listener >= 0 && (fds[2].revents & (POLLHUP | POLLERR))) listener = -1;  // nothing is left under the filter
+    // The deadline is checked on every pass: a program flooding denied calls
+    // keeps poll() from ever timing out.
+    if (o.timeout && std::chrono::steady_clock::now() >= deadline) rc = 0;
     if (rc == 0) {
       (void)killAndReap();
       audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},

@@ -89,5 +89,18 @@ TEST_F(PidsLimitEscapeTest, TheSandboxCannotLeaveOrRaiseItsCgroupWhileItsOwnFile
   EXPECT_EQ(slurp(ws + "/note"), "0");
 }
 
+TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotAClaim) {
+  if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: the limit is reported as not enforced anyway";
+  // A policy that write-allows the cgroup tree: the program could move itself
+  // out ("echo 0 > .../tasks"), so the limit must not be claimed as enforced.
+  policy["filesystem"]["allowWrite"].push_back("/sys/fs/cgroup");
+  auto r = run({"fork-until-fail", "3"});
+  EXPECT_NE(r.err.find("could leave its pids cgroup"), std::string::npos) << r.err;
+  // The default policy's tree (workspace only) gets no such warning.
+  policy["filesystem"]["allowWrite"] = {ws};
+  auto ok = run({"fork-until-fail", "3"});
+  EXPECT_EQ(ok.err.find("could leave its pids cgroup"), std::string::npos) << ok.err;
+}
+
 }  // namespace
 }  // namespace stockade::testing

@@ -9,7 +9,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -25,6 +28,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace {
 
@@ -171,6 +175,22 @@ int main(int argc, char** argv) {
     return result(::syscall(std::atol(arg(2)), 0, 0, 0, 0, 0, 0), "syscall");
   }
   if (op == "unshare") return result(::unshare(static_cast<int>(std::strtol(arg(2), nullptr, 16))), "unshare");
+  if (op == "seccomp-listener") {  // installs an allow-all filter of its own with a listener
+    sock_filter allow[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+    sock_fprog prog = {1, allow};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return result(-1, "prctl(PR_SET_NO_NEW_PRIVS)");
+    return result(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog),
+                  "seccomp(NEW_LISTENER)");
+  }
+  if (op == "denied-flood") {  // THREADS threads calling ptrace, a denied call, until killed
+    int threads = std::atoi(arg(2));
+    for (int i = 1; i < threads; ++i) {
+      std::thread([] {
+        for (;;) (void)::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+      }).detach();
+    }
+    for (;;) (void)::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+  }
   if (op == "clone") {
     long flags = std::strtol(arg(2), nullptr, 16) | SIGCHLD;
     long pid = ::syscall(SYS_clone, flags, 0, 0, 0, 0);

@@ -53,6 +53,24 @@ TEST_F(ProcessEscapeTest, ASeccompDenialIsAnsweredEpermAndAuditedAnAllowedCallIs
   EXPECT_EQ(exits[1]["denials"].get<long>(), 0) << "the allowed run was audited with denials";
 }
 
+TEST_F(ProcessEscapeTest, AFilterWithAListenerOfTheProgramsOwnIsRefused) {
+  // Once stockade's listener were gone, such a filter could answer "continue"
+  // to calls the table denies; the filter refuses it outright.
+  EXPECT_TRUE(deniedWith(probe({"seccomp-listener"}), "EPERM"));
+  EXPECT_TRUE(deniedWith(probe({"ptrace"}), "EPERM"));
+}
+
+// Liveness, not speed: before the deadline was checked on every pass, a flood
+// could hold the timeout off indefinitely (30 s+ seen with 256 threads); this
+// catches a timeout that stops firing, not one that fires a little late.
+TEST_F(ProcessEscapeTest, AFloodOfDeniedCallsDoesNotHoldOffTheTimeout) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = probe({"denied-flood", "64"}, {"--timeout-ms", "500"});
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exitCode, 124) << r.err;
+  EXPECT_LT(took, std::chrono::seconds(20)) << "the timeout was held off by the denials";
+}
+
 TEST_F(ProcessEscapeTest, ProcessesOutsideCannotBeSignalledWhileOwnChildrenCan) {
   pid_t victim = ::fork();
   if (victim == 0) {
