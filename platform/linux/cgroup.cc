@@ -3,6 +3,7 @@
 #include "platform/linux/cgroup.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +11,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -209,7 +212,33 @@ PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
 
 PidsCgroup::~PidsCgroup() { (void)remove(); }
 
+namespace {
+
+// Removes the empty sandbox cgroups that supervisors which died without
+// cleaning up (SIGKILL) left beside ours: `stockade-<pid>-<n>` whose pid is
+// no longer alive. Once per process. A cgroup that still has tasks cannot be
+// removed (EBUSY) and stays; a pid reused by another process keeps its
+// directories until that process is gone too.
+void sweepAbandoned(const std::string& dir) {
+  static std::once_flag once;
+  std::call_once(once, [&dir] {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      std::string name = entry.path().filename().string();
+      if (!name.starts_with("stockade-")) continue;
+      std::size_t dash = name.find('-', 9);
+      if (dash == std::string::npos) continue;
+      long pid = std::strtol(name.c_str() + 9, nullptr, 10);
+      if (pid <= 0 || pid == ::getpid()) continue;
+      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
+    }
+  });
+}
+
+}  // namespace
+
 std::variant<PidsCgroup, std::string> PidsCgroup::create(const PidsHierarchy& hierarchy, std::uint64_t maxTasks) {
+  sweepAbandoned(hierarchy.ownCgroupDir);
   PidsCgroup cgroup;
   cgroup.mechanism_ = hierarchy.mechanism;
   for (int attempt = 0;; ++attempt) {

@@ -2,6 +2,8 @@
 // program within it runs, the sandbox cannot leave or raise its cgroup, and
 // the cgroup is gone once the run is over. Without a usable pids cgroup (the
 // unprivileged re-run) the run must say the limit is not enforced.
+#include <sys/wait.h>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -100,6 +102,26 @@ TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotA
   policy["filesystem"]["allowWrite"] = {ws};
   auto ok = run({"fork-until-fail", "3"});
   EXPECT_EQ(ok.err.find("could leave its pids cgroup"), std::string::npos) << ok.err;
+}
+
+TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOneAreNot) {
+  if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: nothing is created, nothing to sweep";
+  auto controller = platform::findPidsController();  // the hierarchy stockade will use
+  ASSERT_TRUE(std::holds_alternative<platform::PidsHierarchy>(controller)) << std::get<std::string>(controller);
+  std::string base = std::get<platform::PidsHierarchy>(controller).ownCgroupDir;
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  std::string abandoned = base + "/stockade-" + std::to_string(dead) + "-0";
+  std::string live = base + "/stockade-" + std::to_string(::getpid()) + "-999";
+  ASSERT_EQ(::mkdir(abandoned.c_str(), 0755), 0) << abandoned << ": " << std::strerror(errno);
+  ASSERT_EQ(::mkdir(live.c_str(), 0755), 0) << live << ": " << std::strerror(errno);
+  auto r = run({"fork-until-fail", "1"});
+  EXPECT_FALSE(std::filesystem::exists(abandoned)) << abandoned << " of a dead supervisor is still there; " << r.err;
+  EXPECT_TRUE(std::filesystem::exists(live)) << "the cgroup of a live process was removed";
+  ::rmdir(live.c_str());
+  ::rmdir(abandoned.c_str());
 }
 
 }  // namespace
