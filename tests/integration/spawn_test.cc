@@ -15,6 +15,7 @@
 
 #include "platform/linux/landlock.h"
 #include "stockade/rules.h"
+#include "tests/support/pids_cgroup.h"
 
 namespace stockade::platform {
 namespace {
@@ -276,16 +277,8 @@ TEST_F(SpawnTest, ASandboxDroppedBeforeLaunchIsKilledAndReaped) {
 namespace stockade::platform {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// As root, on a host that mounts a pids hierarchy, the pids limit must be
-// enforced; otherwise (the unprivileged re-run) it must be reported.
-bool pidsCgroupRequired() {
-  return ::geteuid() == 0 && !pidsHierarchies(slurp("/proc/self/mountinfo"), slurp("/proc/self/cgroup")).empty();
-}
+using testing::pidsCgroupRequired;
+using testing::readWholeFile;
 
 // This process's sandbox cgroups still present in `dir`.
 std::vector<std::string> ourCgroups(const std::string& dir) {
@@ -327,10 +320,10 @@ TEST_F(PidsLimitTest, TheSandboxRunsInItsOwnPidsCgroupWhichIsRemovedWhenItExits)
   EXPECT_TRUE(cgroup.starts_with(controller->ownCgroupDir + "/stockade-" + std::to_string(::getpid()) + "-")) << cgroup;
   char buf[6];
   ASSERT_EQ(::read(child.stdoutPipe.get(), buf, 6), 6);
-  EXPECT_EQ(slurp(cgroup + "/pids.max"), "6\n");  // the program's 5, and the sandbox's init
+  EXPECT_EQ(readWholeFile(cgroup + "/pids.max"), "6\n");  // the program's 5, and the sandbox's init
   // init (pid 1 inside) and the shell: init was there before the shell forked.
-  EXPECT_NE(slurp(cgroup + "/cgroup.procs").find(std::to_string(child.pid) + "\n"), std::string::npos);
-  EXPECT_EQ(slurp(cgroup + "/pids.current"), "2\n");
+  EXPECT_NE(readWholeFile(cgroup + "/cgroup.procs").find(std::to_string(child.pid) + "\n"), std::string::npos);
+  EXPECT_EQ(readWholeFile(cgroup + "/pids.current"), "2\n");
   child.stdinPipe.reset();
   auto status = waitExit(child);
   ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));

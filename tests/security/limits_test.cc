@@ -9,20 +9,11 @@
 
 #include "platform/linux/cgroup.h"
 #include "tests/security/sandbox_fixture.h"
+#include "tests/support/pids_cgroup.h"
 
 namespace stockade::testing {
 namespace {
 
-std::string slurpFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// As root, on a host that mounts a pids hierarchy, the limit must be enforced.
-bool pidsCgroupRequired() {
-  return ::geteuid() == 0 &&
-         !platform::pidsHierarchies(slurpFile("/proc/self/mountinfo"), slurpFile("/proc/self/cgroup")).empty();
-}
 
 class PidsLimitEscapeTest : public SandboxTest {
  protected:

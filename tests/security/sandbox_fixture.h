@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/read_file.h"
 #include "tests/support/subprocess.h"
 
 namespace stockade::testing {
@@ -73,10 +74,7 @@ class SandboxTest : public ::testing::Test {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     std::ofstream(path) << content;
   }
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  static std::string slurp(const std::string& path) { return readWholeFile(path); }
 
   // `stockade run --policy <current policy> --cwd ws FLAGS --`
   std::vector<std::string> stockadeArgv(const std::vector<std::string>& flags = {}) {
