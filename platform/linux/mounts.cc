@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "platform/linux/kernel_abi.h"
+#include "policy/paths.h"
 
 namespace stockade::platform {
 namespace {
@@ -23,11 +24,7 @@ constexpr const char* kStage = "/tmp";             // private tmpfs in the child
 constexpr const char* kNewRoot = "/tmp/root";      // the child's future "/"
 constexpr const char* kEmptyFile = "/tmp/empty";   // source of file masks
 
-bool beneath(const std::string& path, const std::string& root) {
-  if (root == "/") return true;
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
-}
+bool beneath(const std::string& path, const std::string& root) { return policy::isWithin(path, root); }
 
 bool beneathAny(const std::string& path, const std::vector<std::string>& roots) {
   return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return beneath(path, r); });

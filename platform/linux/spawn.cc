@@ -32,6 +32,7 @@
 #include "platform/linux/privileges.h"
 #include "platform/linux/process.h"
 #include "platform/linux/seccomp.h"
+#include "policy/paths.h"
 
 namespace stockade::platform {
 namespace {
@@ -44,7 +45,7 @@ constexpr int kSetupFailedExit = 125;
 struct ChildPlan {
   int errorFd = -1;         // write end of the error pipe (CLOEXEC)
   int statusFd = -1;        // write end of the program-status pipe (kept by init)
-  int channelFd = -1;       // proxy listener channel, or -1
+  int channelFd = -1;       // fds for the supervisor: proxy listeners, then the seccomp listener
   int commandFd = -1;       // the program arrives here (receiveProgram())
   int pidsCgroupTasks = -1;  // cgroup v1 only: the sandbox cgroup's "tasks" file, to join before forking
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
@@ -291,10 +292,10 @@ void forwardSignal(int sig) noexcept {
   }
   gProgramPid = static_cast<sig_atomic_t>(pid);
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-  // init never execs, so CLOEXEC does not clean its table: close every fd it
-  // inherited from the supervisor (other sandboxes' pipes, sockets, ...) and
-  // its stdio, keeping only the status pipe. Closing the error pipe gives the
-  // parent EOF once the program has exec'd.
+  // init never execs, so CLOEXEC does not clean its table: close its stdio
+  // and the error pipe (closeAllBut() took the supervisor's other fds),
+  // keeping only the status pipe. Closing the error pipe gives the parent EOF
+  // once the program has exec'd.
   const unsigned keep = static_cast<unsigned>(plan.statusFd);
   if ((keep > 0 && abi::closeRange(0, keep - 1, 0) != 0) || abi::closeRange(keep + 1, ~0U, 0) != 0) {
     ::kill(static_cast<pid_t>(pid), SIGKILL);
@@ -541,11 +542,8 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
     if (auto* h = std::get_if<PidsHierarchy>(&controller)) {
       r.pidsLimit = h->mechanism;
       // A writable cgroup tree would let the program move itself out of its cgroup.
-      auto within = [](const std::string& path, const std::string& root) {
-        return root == "/" || path == root || (path.starts_with(root) && path[root.size()] == '/');
-      };
       for (const auto& w : mounts.writable)
-        if (within(h->ownCgroupDir, w) || within(w, "/sys/fs/cgroup"))
+        if (policy::isWithin(h->ownCgroupDir, w) || policy::isWithin(w, "/sys/fs/cgroup"))
           r.degradations.push_back("limits.pids: the policy makes \"" + w + "\" writable, and with it the cgroup tree (" +
                                    h->ownCgroupDir + "): the program could leave its pids cgroup");
     } else {
