@@ -112,9 +112,10 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
 // those paths. Call without `mu` held.
 std::optional<platform::PreparedSandbox> takeSpare(ManagerState& s, std::uint64_t generation,
                                                    const std::string& fingerprint);
-// Queues the build of a spare under `rules` unless one exists. Without `mu`.
+// Queues the build of a spare under `rules` (whose fingerprint is given)
+// unless one exists. Without `mu`.
 void scheduleSpare(const std::shared_ptr<ManagerState>& s, std::uint64_t generation, const DerivedRules& rules,
-                   std::optional<std::uint16_t> proxyPort);
+                   const std::string& fingerprint, std::optional<std::uint16_t> proxyPort);
 // Gives up the spare (narrow(), dispose()): a sandbox built under wider rules
 // is killed on the spawner thread. The caller holds `mu`.
 void dropSpare(ManagerState& s);

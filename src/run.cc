@@ -191,21 +191,20 @@ Run SandboxHandle::run(RunOptions o) {
   const bool network = !rules.network().allowedDomains.empty();
   std::optional<std::uint16_t> proxyPort;
   if (network) proxyPort = kSandboxProxyPort;
+  const std::string fingerprint = rules.fingerprint();
   platform::ProgramRequest program{o.argv, o.cwd, childEnvironment(rules, environ, o.env, proxyPort)};
   // Under the session's rules, the spare built after the last run() has
   // everything but the program; the next one is built when this child has
   // ended, so that building it does not compete with the program for the CPUs.
   std::optional<platform::PreparedSandbox> spare;
-  if (!o.policy) spare = detail::takeSpare(s, generation, rules.fingerprint());
+  if (!o.policy) spare = detail::takeSpare(s, generation, fingerprint);
   auto spawned = spare ? platform::launch(std::move(*spare), program) : s.spawner.call([&] {
-    return platform::spawn(platform::SpawnRequest{.rules = rules,
-                                                  .argv = program.argv,
-                                                  .cwd = program.cwd,
-                                                  .env = program.env,
-                                                  .proxyPort = proxyPort,
-                                                  .newSession = true,
-                                                  .stdio = platform::Stdio::kPipe,
-                                                  .onMissingLayer = platform::OnMissingLayer::kRefuse});
+    return platform::spawn(platform::SandboxRequest{.rules = rules,
+                                                    .proxyPort = proxyPort,
+                                                    .newSession = true,
+                                                    .stdio = platform::Stdio::kPipe,
+                                                    .onMissingLayer = platform::OnMissingLayer::kRefuse},
+                           program);
   });
   if (auto* err = std::get_if<platform::SpawnError>(&spawned)) {
     s.writeAudit("spawn-failed", {{"correlationId", o.correlationId}, {"message", err->message()}});
@@ -216,8 +215,8 @@ Run SandboxHandle::run(RunOptions o) {
   shared->correlationId = o.correlationId;
   if (!o.policy) {
     std::weak_ptr<ManagerState> weak = state_;
-    shared->afterExit = [weak, generation, rules, proxyPort] {
-      if (auto st = weak.lock()) detail::scheduleSpare(st, generation, rules, proxyPort);
+    shared->afterExit = [weak, generation, rules, fingerprint, proxyPort] {
+      if (auto st = weak.lock()) detail::scheduleSpare(st, generation, rules, fingerprint, proxyPort);
     };
   }
 
@@ -294,7 +293,7 @@ Run SandboxHandle::run(RunOptions o) {
     startWaiter(state_, shared);  // from here the waiter settles `completed` and leaves `runs`
     registered = false;
     nlohmann::json event = {{"runId", shared->runId}, {"correlationId", o.correlationId},
-                            {"fingerprint", rules.fingerprint()}, {"pid", shared->child.pid}};
+                            {"fingerprint", fingerprint}, {"pid", shared->child.pid}};
     if (const auto& e = shared->child.enforcement; e.pidsLimit != platform::PidsMechanism::kNone)
       event["pids"] = {{"mechanism", platform::pidsMechanismName(e.pidsLimit)}, {"cgroup", e.pidsCgroup}};
     s.writeAudit("spawn", std::move(event));

@@ -35,15 +35,15 @@ std::optional<platform::PreparedSandbox> takeSpare(ManagerState& s, std::uint64_
 }
 
 void scheduleSpare(const std::shared_ptr<ManagerState>& state, std::uint64_t generation, const DerivedRules& rules,
-                   std::optional<std::uint16_t> proxyPort) {
+                   const std::string& fingerprint, std::optional<std::uint16_t> proxyPort) {
   ManagerState& s = *state;
   {
     std::lock_guard lock(s.mu);
     if (s.spare || !s.initialized || s.generation != generation) return;
-    s.spare = ManagerState::Spare{generation, rules.fingerprint(), std::nullopt};
+    s.spare = ManagerState::Spare{generation, fingerprint, std::nullopt};
   }
   std::weak_ptr<ManagerState> weak = state;
-  s.spawner.post([weak, generation, rules, proxyPort] {
+  s.spawner.post([weak, generation, rules, fingerprint, proxyPort] {
     auto st = weak.lock();
     if (!st) return;
     std::variant<platform::PreparedSandbox, platform::SpawnError> built = platform::SpawnError{};
@@ -62,7 +62,7 @@ void scheduleSpare(const std::shared_ptr<ManagerState>& state, std::uint64_t gen
       std::lock_guard lock(st->mu);
       // The slot is still ours unless dispose() or narrow() gave it up meanwhile.
       bool ours = st->spare && !st->spare->sandbox && st->spare->generation == generation &&
-                  st->spare->fingerprint == rules.fingerprint() && st->initialized && st->generation == generation;
+                  st->spare->fingerprint == fingerprint && st->initialized && st->generation == generation;
       auto* sandbox = std::get_if<platform::PreparedSandbox>(&built);
       if (ours && sandbox) {
         st->spare->sandbox.emplace(std::move(*sandbox));

@@ -595,7 +595,7 @@ void PreparedSandbox::discard() noexcept {
 
 bool PreparedSandbox::matchesHost() const { return host_.unchanged(); }
 
-std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request) {
+std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request, bool keep) {
   PreparedSandbox sandbox;
   Child& child = sandbox.child_;
   sandbox.mounts_ = planMounts(request.rules);
@@ -674,7 +674,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.seccomp = &seccompProgram({!request.rules.network().allowUnixSockets.empty()});
   plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
                  request.rules.limits().memoryBytes};
-  sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
+  if (keep) sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
 
   int pidfd = -1;
   abi::CloneArgs args;
@@ -731,7 +731,7 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
 }
 
 std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest& request) {
-  auto started = PreparedSandbox::start(request);
+  auto started = PreparedSandbox::start(request, /*keep=*/true);
   if (auto* sandbox = std::get_if<PreparedSandbox>(&started))
     if (auto error = sandbox->awaitReady()) return *error;
   return started;
@@ -769,13 +769,14 @@ std::variant<Child, SpawnError> launch(PreparedSandbox&& prepared, const Program
   return std::move(sandbox.child_);
 }
 
-std::variant<Child, SpawnError> spawn(const SpawnRequest& request) {
-  ProgramRequest program = request.program();
+std::variant<Child, SpawnError> spawn(const SandboxRequest& sandbox, const ProgramRequest& program) {
   validate(program);
-  auto started = PreparedSandbox::start(request.sandbox());
+  auto started = PreparedSandbox::start(sandbox, /*keep=*/false);
   if (auto* error = std::get_if<SpawnError>(&started)) return std::move(*error);
   return launch(std::move(std::get<PreparedSandbox>(started)), program);
 }
+
+std::variant<Child, SpawnError> spawn(const SpawnRequest& request) { return spawn(request.sandbox(), request.program()); }
 
 namespace {
 

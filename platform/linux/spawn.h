@@ -141,6 +141,7 @@ struct SpawnError {
 // std::invalid_argument. Everything else is a SpawnError.
 // spawn() is launch(prepare()) without waiting in between.
 std::variant<Child, SpawnError> spawn(const SpawnRequest& request);
+std::variant<Child, SpawnError> spawn(const SandboxRequest& sandbox, const ProgramRequest& program);
 
 // A sandbox built ahead of its program: namespaces, mounts, limits,
 // capabilities, Landlock and seccomp are all in place, and the sandbox's init
@@ -163,14 +164,16 @@ class PreparedSandbox {
 
  private:
   PreparedSandbox() = default;
-  // clone3() and the child's setup, without waiting for it.
-  static std::variant<PreparedSandbox, SpawnError> start(const SandboxRequest& request);
+  // clone3() and the child's setup, without waiting for it. `keep`: the
+  // sandbox may wait before launch(), so snapshot the host for matchesHost()
+  // (spawn() launches at once and skips that work).
+  static std::variant<PreparedSandbox, SpawnError> start(const SandboxRequest& request, bool keep);
   // Reads the child's first report: ready, or the step that failed.
   std::optional<SpawnError> awaitReady();
   void discard() noexcept;
   friend std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest&);
   friend std::variant<Child, SpawnError> launch(PreparedSandbox&&, const ProgramRequest&);
-  friend std::variant<Child, SpawnError> spawn(const SpawnRequest&);
+  friend std::variant<Child, SpawnError> spawn(const SandboxRequest&, const ProgramRequest&);
 
   Child child_;
   UniqueFd command_;     // socket to the init: the program goes here
@@ -179,7 +182,7 @@ class PreparedSandbox {
   bool proxy_ = false;   // proxy listeners come on channel_ first
   bool ready_ = false;   // the init reported its setup complete
   MountPlan mounts_;
-  HostSnapshot host_;  // taken before clone
+  HostSnapshot host_;  // taken before clone when kept; matchesHost() is false without one
 };
 
 // Builds a sandbox and waits until its setup is complete. Thread: as spawn()
