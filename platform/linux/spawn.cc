@@ -787,39 +787,8 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1]};
 }
 
-// Answers the child's seccomp denials until its init exits (true) or
-// `deadline` passes (false).
-std::variant<bool, std::string> serveUntilExit(const Child& child,
-                                               std::optional<std::chrono::steady_clock::time_point> deadline) {
-  bool listening = child.seccompListener.valid();
-  for (;;) {
-    int waitMs = -1;
-    if (deadline) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
-      waitMs = static_cast<int>(std::max<long long>(0, left.count()));
-    }
-    pollfd fds[2] = {{child.pidfd.get(), POLLIN, 0}, {child.seccompListener.get(), POLLIN, 0}};
-    int rc = ::poll(fds, listening ? 2 : 1, waitMs);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return std::string("poll(pidfd, seccomp listener) failed: ") + strerrorname_np(errno);
-    if (rc == 0) return false;
-    if (fds[0].revents & POLLIN) return true;
-    if (deadline && std::chrono::steady_clock::now() >= *deadline) return false;  // a flood of denials
-    if (listening && (fds[1].revents & POLLIN)) {
-      auto denial = answerDenial(child.seccompListener.get());
-      if (auto* e = std::get_if<std::string>(&denial)) return *e;
-      if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
-    } else if (listening && (fds[1].revents & (POLLHUP | POLLERR))) {
-      listening = false;  // no task is left under the filter
-    }
-  }
-}
-
-}  // namespace
-
-std::variant<ExitStatus, std::string> waitExit(const Child& child) {
-  auto served = serveUntilExit(child, std::nullopt);
-  if (auto* e = std::get_if<std::string>(&served)) return *e;
+// Reaps the exited init: the program's status, and the pids cgroup removed.
+std::variant<ExitStatus, std::string> reap(const Child& child) {
   auto status = platform::waitExit(child.pidfd);
   if (auto* s = std::get_if<ExitStatus>(&status)) {
     (void)child.pidsCgroup.remove();  // every task is gone: init was reaped, and it outlives them all
@@ -828,16 +797,50 @@ std::variant<ExitStatus, std::string> waitExit(const Child& child) {
   return status;
 }
 
-std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout) {
-  auto served = serveUntilExit(child, std::chrono::steady_clock::now() + timeout);
-  if (auto* e = std::get_if<std::string>(&served)) return *e;
-  if (!std::get<bool>(served)) return std::optional<ExitStatus>();
-  auto status = platform::waitExit(child.pidfd);
-  if (auto* s = std::get_if<ExitStatus>(&status)) {
-    (void)child.pidsCgroup.remove();
-    return std::optional(programStatus(child, *s));
+}  // namespace
+
+std::variant<WaitEvent, std::string> waitEvent(const Child& child,
+                                               std::optional<std::chrono::steady_clock::time_point> deadline,
+                                               int alsoWatch) {
+  bool listening = child.seccompListener.valid();
+  for (;;) {
+    int waitMs = -1;
+    if (deadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      waitMs = static_cast<int>(std::max<long long>(0, left.count()));
+    }
+    pollfd fds[3] = {{child.pidfd.get(), POLLIN, 0}, {alsoWatch, POLLIN, 0}, {child.seccompListener.get(), POLLIN, 0}};
+    if (!listening) fds[2].fd = -1;  // poll() ignores negative fds
+    int rc = ::poll(fds, 3, waitMs);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return std::string("poll(pidfd, seccomp listener) failed: ") + strerrorname_np(errno);
+    if (fds[0].revents & POLLIN) return WaitEvent::kExited;
+    // Checked on every pass: a program flooding denied calls keeps poll() from ever timing out.
+    if (rc == 0 || (deadline && std::chrono::steady_clock::now() >= *deadline)) return WaitEvent::kDeadline;
+    if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
+    if (fds[2].revents & POLLIN) {
+      auto denial = answerDenial(child.seccompListener.get());
+      if (auto* e = std::get_if<std::string>(&denial)) return *e;
+      if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
+    } else if (fds[2].revents & (POLLHUP | POLLERR)) {
+      listening = false;  // no task is left under the filter
+    }
   }
-  return std::get<std::string>(status);
+}
+
+std::variant<ExitStatus, std::string> waitExit(const Child& child) {
+  auto event = waitEvent(child, std::nullopt);
+  if (auto* e = std::get_if<std::string>(&event)) return *e;
+  return reap(child);
+}
+
+std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout) {
+  auto event = waitEvent(child, std::chrono::steady_clock::now() + timeout);
+  if (auto* e = std::get_if<std::string>(&event)) return *e;
+  if (std::get<WaitEvent>(event) != WaitEvent::kExited) return std::optional<ExitStatus>();
+  auto status = reap(child);
+  if (auto* e = std::get_if<std::string>(&status)) return *e;
+  return std::optional(std::get<ExitStatus>(status));
 }
 
 }  // namespace stockade::platform

@@ -192,6 +192,20 @@ std::variant<PreparedSandbox, SpawnError> prepare(const SandboxRequest& request)
 // thread. Throws std::invalid_argument for caller bugs, as spawn().
 std::variant<Child, SpawnError> launch(PreparedSandbox&& sandbox, const ProgramRequest& program);
 
+// What ended waitEvent().
+enum class WaitEvent {
+  kExited,       // the sandbox's init exited: reap it with waitExit()
+  kDeadline,     // the deadline passed
+  kAlsoWatched,  // `alsoWatch` became readable
+};
+// Waits on the sandbox, answering its seccomp denials meanwhile (each passed
+// to child.onDenial), until its init exits, `deadline` passes, or `alsoWatch`
+// (if >= 0) is readable. Errors name the call; the sandbox then still runs
+// and nobody answers its denials: kill it.
+std::variant<WaitEvent, std::string> waitEvent(const Child& child,
+                                               std::optional<std::chrono::steady_clock::time_point> deadline,
+                                               int alsoWatch = -1);
+
 // Waits for the program and reaps the sandbox (and removes its pids cgroup): the program's own status
 // (exit code, or the signal that killed it), or, when the sandbox was killed
 // from outside, init's (kSignaled, SIGKILL). The errors name waitid()/poll().

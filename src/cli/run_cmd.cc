@@ -5,7 +5,6 @@
 // 126 not executable, 127 not found.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -255,17 +254,15 @@ int run(const RunOptions& o) {
                {"cwd", o.cwd}, {"enforcement", enforcementJson(child.enforcement)}});
   for (const auto& d : child.enforcement.degradations) audit.write({{"event", "degraded"}, {"pid", child.pid}, {"what", d}});
 
-  const auto deadline = o.timeout ? std::chrono::steady_clock::now() + *o.timeout
-                                  : std::chrono::steady_clock::time_point::max();
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (o.timeout) deadline = std::chrono::steady_clock::now() + *o.timeout;
   // Denials beyond the first kMaxDenialEvents are counted in the exit event.
-  int listener = child.seccompListener.get();
   long denials = 0;
-  auto auditDenial = [&](const platform::SeccompDenial& d) {
+  child.onDenial = [&](const platform::SeccompDenial& d) {
     if (++denials <= kMaxDenialEvents)
       audit.write({{"event", "denial"}, {"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall},
                    {"args", d.args}, {"error", "EPERM"}});
   };
-  child.onDenial = auditDenial;  // denials answered while reaping, after a kill
   auto killAndReap = [&]() {
     // The sandbox's init is pid 1 of its pid namespace: killing it kills
     // every process in the sandbox.
@@ -273,54 +270,36 @@ int run(const RunOptions& o) {
     return platform::waitExit(child);
   };
   for (;;) {
-    int waitMs = -1;
-    if (o.timeout) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      waitMs = static_cast<int>(std::max<long long>(0, left.count()));
+    auto event = platform::waitEvent(child, deadline, signals.get());
+    if (auto* err = std::get_if<std::string>(&event)) {
+      (void)killAndReap();  // never leave the sandbox running without its listener
+      throw Failure{*err};
     }
-    pollfd fds[3] = {{child.pidfd.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}, {listener, POLLIN, 0}};
-    int rc = ::poll(fds, listener >= 0 ? 3 : 2, waitMs);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) throw Failure{std::string("poll(pidfd, signalfd, seccomp listener) failed: ") + std::strerror(errno)};
-    if (listener >= 0 && (fds[2].revents & POLLIN)) {
-      // A call the seccomp table denies: answered EPERM, and audited.
-      auto denial = platform::answerDenial(listener);
-      if (auto* err = std::get_if<std::string>(&denial)) {
-        (void)killAndReap();  // never leave the sandbox running without its listener
-        throw Failure{*err};
-      }
-      if (auto& d = std::get<std::optional<platform::SeccompDenial>>(denial)) auditDenial(*d);
-    } else if (listener >= 0 && (fds[2].revents & (POLLHUP | POLLERR))) {
-      listener = -1;  // nothing is left under the filter
-    }
-    // The deadline is checked on every pass: a program flooding denied calls
-    // keeps poll() from ever timing out.
-    if (o.timeout && std::chrono::steady_clock::now() >= deadline) rc = 0;
-    if (rc == 0) {
-      (void)killAndReap();
-      audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},
-                   {"denials", denials}});
-      printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
-      return kExitTimeout;
-    }
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      if (::read(signals.get(), &info, sizeof info) == sizeof info) {
+    switch (std::get<platform::WaitEvent>(event)) {
+      case platform::WaitEvent::kDeadline:
+        (void)killAndReap();
+        audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},
+                     {"denials", denials}});
+        printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
+        return kExitTimeout;
+      case platform::WaitEvent::kAlsoWatched: {
+        signalfd_siginfo info;
+        if (::read(signals.get(), &info, sizeof info) != sizeof info) continue;
         (void)killAndReap();
         int code = 128 + static_cast<int>(info.ssi_signo);
         audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "stockade received signal"},
                      {"signal", info.ssi_signo}, {"exitCode", code}, {"denials", denials}});
         return code;
       }
-    }
-    if (fds[0].revents & POLLIN) {
-      auto status = platform::waitExit(child);
-      if (auto* err = std::get_if<std::string>(&status)) throw Failure{*err};
-      const auto& s = std::get<platform::ExitStatus>(status);
-      nlohmann::json event = {{"event", "exit"}, {"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
-      if (s.kind == platform::ExitStatus::Kind::kSignaled) event["signal"] = s.value;
-      audit.write(event);
-      return s.shellCode();
+      case platform::WaitEvent::kExited: {
+        auto status = platform::waitExit(child);
+        if (auto* err = std::get_if<std::string>(&status)) throw Failure{*err};
+        const auto& s = std::get<platform::ExitStatus>(status);
+        nlohmann::json exit = {{"event", "exit"}, {"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
+        if (s.kind == platform::ExitStatus::Kind::kSignaled) exit["signal"] = s.value;
+        audit.write(exit);
+        return s.shellCode();
+      }
     }
   }
 }
