@@ -175,12 +175,12 @@ int main(int argc, char** argv) {
     return result(::syscall(std::atol(arg(2)), 0, 0, 0, 0, 0, 0), "syscall");
   }
   if (op == "unshare") return result(::unshare(static_cast<int>(std::strtol(arg(2), nullptr, 16))), "unshare");
-  if (op == "seccomp-listener") {  // installs an allow-all filter of its own with a listener
+  if (op == "seccomp-filter") {  // seccomp-filter listener|plain: an allow-all filter of its own
     sock_filter allow[] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
     sock_fprog prog = {1, allow};
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return result(-1, "prctl(PR_SET_NO_NEW_PRIVS)");
-    return result(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog),
-                  "seccomp(NEW_LISTENER)");
+    unsigned flags = std::string_view(arg(2)) == "listener" ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+    return result(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog), "seccomp(SET_MODE_FILTER)");
   }
   if (op == "denied-flood") {  // THREADS threads calling ptrace, a denied call, until killed
     int threads = std::atoi(arg(2));
