@@ -1,8 +1,6 @@
 // SandboxManager and SandboxHandle: admission, narrowing, epochs, dispose.
 // run() lives in src/run.cc.
 #include <signal.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <sys/random.h>
 
 #include <chrono>
@@ -42,50 +40,20 @@ DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx
   return std::get<DerivedRules>(std::move(derived));
 }
 
-namespace {
-thread_local bool tInAuditSink = false;
-
-std::shared_ptr<spdlog::logger> stockadeLogger() {
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = spdlog::get("stockade");
-    return l ? l : spdlog::stderr_color_mt("stockade");
-  }();
-  return logger;
-}
-}  // namespace
-
 void refuseFromAuditSink(std::string_view what) {
-  if (tInAuditSink)
+  if (audit::Log::insideSink())
     throw std::logic_error(std::string(what) +
                            " called from an audit sink; sinks run on threads the manager waits for, so they must "
                            "only record events (hand work to another thread)");
 }
 
 void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) noexcept try {
-  nlohmann::json j = fields.is_object() ? std::move(fields) : nlohmann::json::object();
-  auto now = std::chrono::system_clock::now();
-  j["time"] = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() / 1e6;
-  j["event"] = event;
-  if (!j.contains("sandboxId")) j["sandboxId"] = sandboxId;
-  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::function<void(const std::string&)> sink;
-  {
-    std::lock_guard lock(auditMu);
-    sink = audit;
+  if (!fields.is_object()) fields = nlohmann::json::object();
+  if (!fields.contains("sandboxId")) {
+    std::lock_guard lock(mu);
+    fields["sandboxId"] = sandboxId;
   }
-  if (!sink) {
-    stockadeLogger()->info("audit {}", line);
-    return;
-  }
-  tInAuditSink = true;
-  try {
-    sink(line);
-  } catch (const std::exception& e) {
-    stockadeLogger()->error("audit sink threw ({}) on {}", e.what(), line);
-  } catch (...) {
-    stockadeLogger()->error("audit sink threw on {}", line);
-  }
-  tInAuditSink = false;
+  audit.write(event, std::move(fields));
 } catch (...) {
   // Building the event failed (allocation): nothing more can be said safely.
 }
@@ -119,6 +87,7 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
   std::unique_lock gate(s->gate);
   std::shared_ptr<proxy::Proxy> proxy;
   std::vector<std::string> errors;
+  std::string sandboxId;
   {
     std::unique_lock lock(s->mu);
     if (generation && *generation != s->generation) return;  // a later sandbox is not the caller's
@@ -129,6 +98,7 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
     s->liveNetwork.store(nullptr);  // running children's proxies deny everything from now on
     dropSpare(*s);
     proxy = std::move(s->proxy);
+    sandboxId = s->sandboxId;
     for (auto& [id, run] : s->runs) {
       if (auto err = platform::signalChild(run->child.pidfd, SIGKILL)) errors.push_back("dispose: " + *err);
     }
@@ -139,7 +109,8 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
   // thread: wait for them, so no sandbox of this session outlives dispose().
   s->spawner.call([] {});
   proxy.reset();  // joins the proxy's io thread (unless a starting run still holds it), outside the lock
-  s->writeAudit("dispose");
+  s->writeAudit("dispose", {{"sandboxId", sandboxId}});
+  s->audit.closeSandbox(sandboxId);
 }
 
 void ManagerState::logError(const std::string& message) { writeAudit("error", {{"message", message}}); }
@@ -163,8 +134,11 @@ bool SandboxManager::initialized() const {
 }
 
 void SandboxManager::setAuditSink(std::function<void(const std::string&)> sink) {
-  std::lock_guard lock(state_->auditMu);
-  state_->audit = std::move(sink);
+  state_->audit.setSink(std::move(sink));
+}
+
+void SandboxManager::setAuditLimits(std::size_t maxEventsPerSandbox) {
+  state_->audit.setLimits({.maxEventsPerSandbox = maxEventsPerSandbox});
 }
 
 SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
@@ -256,7 +230,7 @@ void SandboxHandle::narrow(const SandboxPolicy& policy) {
 
 bool SandboxHandle::dispose() {
   if (adopted_) {
-    state_->writeAudit("dispose-ignored",
+    state_->writeAudit("dispose_ignored",
                        {{"epoch", epoch_.text()},
                         {"reason", "dispose() on an adopted handle is a no-op: the sandbox belongs to its creator"}});
     return false;

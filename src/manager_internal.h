@@ -18,6 +18,7 @@
 #include "platform/linux/spawn.h"
 #include "policy/drift.h"
 #include "proxy/proxy.h"
+#include "src/audit/log.h"
 #include "src/spawner.h"
 #include "stockade/manager.h"
 
@@ -32,6 +33,7 @@ struct RunShared {
   std::vector<proxy::ListenerHandle> listeners;
   std::unique_ptr<std::stop_callback<std::function<void()>>> onStop;
   long denials = 0;  // seccomp denials answered; touched by the waiter thread only
+  std::string sandboxId;
   std::function<void()> afterExit;  // run by the waiter once the child is gone, before `completed` settles
 };
 
@@ -90,11 +92,10 @@ struct ManagerState {
   std::optional<Spare> spare;
   std::condition_variable spareSettled;  // a build finished (or was given up)
 
-  std::mutex auditMu;
-  std::function<void(const std::string&)> audit;
+  audit::Log audit;
 
-  // `fields` is a JSON object merged into the event. Never throws: a sink
-  // that throws is reported through spdlog. Call without `mu` held.
+  // `fields` is a JSON object merged into the event, which names this
+  // sandbox unless it names one itself. Never throws. Call without `mu` held.
   void writeAudit(const std::string& event, nlohmann::json fields = nlohmann::json::object()) noexcept;
   void logError(const std::string& message);
 };

@@ -13,7 +13,7 @@
 #include "policy/domain.h"
 #include "src/child_env.h"
 #include "src/manager_internal.h"
-#include "src/proxy_audit.h"
+#include "src/audit/proxy_event.h"
 
 extern char** environ;
 
@@ -72,9 +72,6 @@ RunOutput Run::collect() {
 
 namespace {
 
-// Denial events written per run; the exit event counts them all.
-constexpr long kMaxDenialEvents = 100;
-
 void validate(const RunOptions& o) {
   if (o.argv.empty()) throw std::invalid_argument("run(): argv is empty; pass at least the program");
   if (o.argv[0].empty()) throw std::invalid_argument("run(): argv[0] is empty; name the program");
@@ -129,6 +126,7 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
                            {"exitCode", c.exitCode},
                            {"signal", c.signalCode.value_or("")},
                            {"denials", run->denials}});
+    s->audit.flush();  // the counts of repeated decisions, until the supervisor's timer does it
     run->promise.set_value(c);
     {
       std::lock_guard lock(s->mu);
@@ -207,7 +205,7 @@ Run SandboxHandle::run(RunOptions o) {
                            program);
   });
   if (auto* err = std::get_if<platform::SpawnError>(&spawned)) {
-    s.writeAudit("spawn-failed", {{"correlationId", o.correlationId}, {"message", err->message()}});
+    s.writeAudit("spawn_failed", {{"correlationId", o.correlationId}, {"message", err->message()}});
     throw SandboxError(ErrorCode::kSpawnFailed, "run(): " + err->message());
   }
   auto shared = std::make_shared<RunShared>();
@@ -240,7 +238,7 @@ Run SandboxHandle::run(RunOptions o) {
         s.proxy = std::make_shared<proxy::Proxy>();
         std::weak_ptr<ManagerState> weakState = state_;
         s.proxy->setAuditSink([weakState](const proxy::ProxyEvent& e) {
-          if (auto st = weakState.lock()) st->writeAudit("proxy", proxyEventJson(e));
+          if (auto st = weakState.lock()) audit::writeProxyEvent(st->audit, e);
         });
       }
       egress = s.proxy;
@@ -260,20 +258,24 @@ Run SandboxHandle::run(RunOptions o) {
             egress->addListener(std::move(fd), proxy::ListenerContext{sandboxId, shared->runId, provider, o.resolve}));
     }
     // Calls the seccomp table denies are answered EPERM by the waiter and
-    // audited: the first kMaxDenialEvents each, and their count at exit.
+    // audited (repeats counted, log.h), and their count is in the exit event.
     {
       RunShared* raw = shared.get();  // the waiter, which alone calls this, owns `shared`
       std::weak_ptr<ManagerState> weak = state_;
+      raw->sandboxId = sandboxId;
       shared->child.onDenial = [raw, weak](const platform::SeccompDenial& d) {
+        ++raw->denials;
         auto st = weak.lock();
-        if (!st || ++raw->denials > kMaxDenialEvents) return;
-        st->writeAudit("denial", {{"runId", raw->runId},
+        if (!st) return;
+        st->audit.decision("denial", {{"sandboxId", raw->sandboxId},
+                                  {"runId", raw->runId},
                                   {"correlationId", raw->correlationId},
                                   {"layer", "seccomp"},
                                   {"pid", d.pid},
                                   {"syscall", d.syscall},
                                   {"args", d.args},
-                                  {"error", "EPERM"}});
+                                  {"error", "EPERM"}},
+                           {"layer", "syscall", "error"});
       };
     }
     if (o.stop.stop_possible()) {

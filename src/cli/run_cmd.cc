@@ -22,7 +22,9 @@
 #include "platform/linux/process.h"
 #include "proxy/proxy.h"
 #include "src/child_env.h"
-#include "src/proxy_audit.h"
+#include "src/audit/file_sink.h"
+#include "src/audit/log.h"
+#include "src/audit/proxy_event.h"
 #include "platform/linux/spawn.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
@@ -36,14 +38,13 @@ namespace stockade::cli {
 namespace {
 
 constexpr int kExitTimeout = 124;
-// Denial events written per run; the exit event counts them all.
-constexpr long kMaxDenialEvents = 100;
 constexpr int kExitStockadeFailed = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
 
 constexpr const char* kRunUsage = R"(usage: stockade run [--policy FILE] [--cwd DIR] [--env NAME=VALUE]...
                     [--timeout-ms N] [--resolve HOST=ADDR]... [--audit FILE]
+                    [--audit-max-events N]
                     -- PROGRAM [ARG...]
 
 Runs PROGRAM under the policy (default: the bundled default policy) with
@@ -55,7 +56,12 @@ namespaces, read-only mounts and masks, Landlock and seccomp.
   --env NAME=VALUE    set a variable after the policy's env.allow names
   --timeout-ms N      kill the child's whole process tree after N ms (exit 124)
   --resolve HOST=ADDR map HOST to the IP address ADDR for the proxy
-  --audit FILE        append one JSON line per enforcement event
+  --audit FILE        append one JSON line per enforcement event; FILE must
+                      lie outside every writable path of the policy, and is
+                      never followed through a symlink
+  --audit-max-events N  write at most N events for this run (default 10000,
+                      0: no cap); repeats of one decision are counted, and
+                      the events dropped past the cap are counted at the end
 
 Exit status: the child's; 128+N when it died of signal N; 124 timeout;
 125 stockade failed; 126 not executable; 127 not found.
@@ -72,6 +78,7 @@ struct RunOptions {
   std::optional<std::chrono::milliseconds> timeout;
   std::map<std::string, std::string> resolve;
   std::optional<std::string> auditFile;
+  std::size_t auditMaxEvents = audit::Limits{}.maxEventsPerSandbox;
   std::vector<std::string> argv;
 };
 
@@ -128,6 +135,13 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
     o.resolve[host] = bare;
   }
   o.auditFile = args.value("audit");
+  if (auto n = args.value("audit-max-events")) {
+    std::size_t count = 0;
+    auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), count);
+    if (ec != std::errc() || end != n->data() + n->size())
+      throw Failure{"--audit-max-events \"" + *n + "\": expected a number of events (0: no cap)"};
+    o.auditMaxEvents = count;
+  }
   if (!args.positionals.empty())
     throw Failure{"unexpected argument \"" + args.positionals.front() + "\"; put the program after --"};
   o.argv = args.rest;
@@ -135,34 +149,43 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
   return o;
 }
 
-// Appends JSON lines; every event carries a UTC timestamp.
+// The audit log of one run: the library's schema (src/audit/event.h) in the
+// file named by --audit, opened where the child cannot redirect it.
 class AuditLog {
  public:
-  explicit AuditLog(const std::optional<std::string>& path) {
+  AuditLog(const std::optional<std::string>& path, const DerivedRules& rules, const std::string& privateTmp,
+           std::string sandboxId, std::size_t maxEvents)
+      : sandboxId_(std::move(sandboxId)) {
     if (!path) return;
-    fd_.reset(::open(path->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd_) throw Failure{"--audit \"" + *path + "\": open(O_APPEND|O_CREAT) failed: " + std::strerror(errno)};
+    // Every tree the child may write, except its private TMPDIR: that is a
+    // tmpfs of the sandbox's own, not the host directory of that name.
+    std::vector<std::string> writable = rules.filesystem().allowWrite;
+    for (const auto& p : rules.filesystem().defaultWrite)
+      if (p != privateTmp) writable.push_back(p);
+    auto opened = audit::FileSink::open(*path, writable);
+    if (auto* err = std::get_if<std::string>(&opened)) throw Failure{"--audit: " + *err};
+    file_ = std::make_shared<audit::FileSink>(std::get<audit::FileSink>(std::move(opened)));
+    log_.setLimits({.maxEventsPerSandbox = maxEvents});
+    log_.setSink([file = file_](const std::string& line) { file->write(line); });
   }
-  bool enabled() const { return fd_.valid(); }
-  void write(nlohmann::json event) {
-    if (!fd_) return;
-    timespec ts;
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    tm utc;
-    ::gmtime_r(&ts.tv_sec, &utc);
-    char when[40];
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &utc);
-    char millis[24];
-    std::snprintf(millis, sizeof millis, ".%03ldZ", ts.tv_nsec / 1000000);
-    event["time"] = std::string(when) + millis;
-    std::string line = event.dump() + "\n";
-    // One write() per line: O_APPEND keeps concurrent writers' lines whole.
-    if (::write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      printErr(std::string("stockade: warning: audit write failed: ") + std::strerror(errno) + "\n");
+  ~AuditLog() { log_.closeSandbox(sandboxId_); }
+  bool enabled() const { return file_ != nullptr; }
+  void write(std::string_view event, nlohmann::json fields) {
+    if (!file_) return;
+    fields["sandboxId"] = sandboxId_;
+    log_.write(event, std::move(fields));
   }
+  void decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key) {
+    if (!file_) return;
+    fields["sandboxId"] = sandboxId_;
+    log_.decision(event, std::move(fields), key);
+  }
+  audit::Log& log() { return log_; }
 
  private:
-  platform::UniqueFd fd_;
+  std::string sandboxId_;
+  std::shared_ptr<audit::FileSink> file_;
+  audit::Log log_;
 };
 
 nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
@@ -189,7 +212,6 @@ int execFailureCode(const platform::SpawnError& e) {
 }
 
 int run(const RunOptions& o) {
-  AuditLog audit(o.auditFile);
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
     auto loaded = loadPolicyFile(*o.policyFile);
@@ -202,6 +224,7 @@ int run(const RunOptions& o) {
   auto derived = derive(policy, context);
   if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{"deriving the rules: " + err->text()};
   const DerivedRules& rules = std::get<DerivedRules>(derived);
+  AuditLog audit(o.auditFile, rules, *context.tmpdir, "cli-" + std::to_string(::getpid()), o.auditMaxEvents);
 
   // Signals that would end stockade end the child first (see below).
   sigset_t handled;
@@ -225,7 +248,7 @@ int run(const RunOptions& o) {
   auto spawned = platform::spawn(request);
   if (auto* e = std::get_if<platform::SpawnError>(&spawned)) {
     int code = execFailureCode(*e);
-    audit.write({{"event", "spawn_failed"}, {"fingerprint", fingerprint}, {"argv", o.argv},
+    audit.write("spawn_failed", {{"fingerprint", fingerprint}, {"argv", o.argv},
                  {"step", platform::setupStepName(e->step)}, {"message", e->message()}, {"exitCode", code}});
     if (code == kExitNotFound) printErr("stockade run: " + o.argv[0] + ": not found (" + e->message() + ")\n");
     else if (code == kExitNotExecutable) printErr("stockade run: " + o.argv[0] + ": cannot execute (" + e->message() + ")\n");
@@ -238,30 +261,28 @@ int run(const RunOptions& o) {
   std::vector<proxy::ListenerHandle> listeners;
   if (proxyPort) {
     egress = std::make_unique<proxy::Proxy>();
-    egress->setAuditSink([&audit](const proxy::ProxyEvent& e) {
-      nlohmann::json event = proxyEventJson(e);
-      event["event"] = "proxy";
-      audit.write(std::move(event));
-    });
+    if (audit.enabled())
+      egress->setAuditSink([&audit](const proxy::ProxyEvent& e) { audit::writeProxyEvent(audit.log(), e); });
     auto network = std::make_shared<const DerivedRules::Network>(rules.network());
     proxy::RulesProvider provider = [network] { return network; };
     const std::string runId = "run-" + std::to_string(child.pid);
     for (auto& fd : child.proxyListeners)
-      listeners.push_back(egress->addListener(std::move(fd), {"cli", runId, provider, o.resolve}));
+      listeners.push_back(egress->addListener(std::move(fd), {"cli-" + std::to_string(::getpid()), runId, provider, o.resolve}));
   }
   for (const auto& d : child.enforcement.degradations) printErr("stockade: warning: weaker enforcement: " + d + "\n");
-  audit.write({{"event", "spawn"}, {"pid", child.pid}, {"fingerprint", fingerprint}, {"argv", o.argv},
+  audit.write("spawn", {{"pid", child.pid}, {"fingerprint", fingerprint}, {"argv", o.argv},
                {"cwd", o.cwd}, {"enforcement", enforcementJson(child.enforcement)}});
-  for (const auto& d : child.enforcement.degradations) audit.write({{"event", "degraded"}, {"pid", child.pid}, {"what", d}});
+  for (const auto& d : child.enforcement.degradations) audit.write("degraded", {{"pid", child.pid}, {"what", d}});
 
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (o.timeout) deadline = std::chrono::steady_clock::now() + *o.timeout;
-  // Denials beyond the first kMaxDenialEvents are counted in the exit event.
+  // Repeats of one denial are counted (src/audit/log.h); the exit event has the total.
   long denials = 0;
   child.onDenial = [&](const platform::SeccompDenial& d) {
-    if (++denials <= kMaxDenialEvents)
-      audit.write({{"event", "denial"}, {"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall},
-                   {"args", d.args}, {"error", "EPERM"}});
+    ++denials;
+    audit.decision("denial", {{"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall}, {"args", d.args},
+                              {"error", "EPERM"}},
+                   {"layer", "syscall", "error"});
   };
   auto killAndReap = [&]() {
     // The sandbox's init is pid 1 of its pid namespace: killing it kills
@@ -278,7 +299,7 @@ int run(const RunOptions& o) {
     switch (std::get<platform::WaitEvent>(event)) {
       case platform::WaitEvent::kDeadline:
         (void)killAndReap();
-        audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},
+        audit.write("exit", {{"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},
                      {"denials", denials}});
         printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
         return kExitTimeout;
@@ -287,7 +308,7 @@ int run(const RunOptions& o) {
         if (::read(signals.get(), &info, sizeof info) != sizeof info) continue;
         (void)killAndReap();
         int code = 128 + static_cast<int>(info.ssi_signo);
-        audit.write({{"event", "exit"}, {"pid", child.pid}, {"reason", "stockade received signal"},
+        audit.write("exit", {{"pid", child.pid}, {"reason", "stockade received signal"},
                      {"signal", info.ssi_signo}, {"exitCode", code}, {"denials", denials}});
         return code;
       }
@@ -295,9 +316,9 @@ int run(const RunOptions& o) {
         auto status = platform::waitExit(child);
         if (auto* err = std::get_if<std::string>(&status)) throw Failure{*err};
         const auto& s = std::get<platform::ExitStatus>(status);
-        nlohmann::json exit = {{"event", "exit"}, {"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
+        nlohmann::json exit = {{"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
         if (s.kind == platform::ExitStatus::Kind::kSignaled) exit["signal"] = s.value;
-        audit.write(exit);
+        audit.write("exit", std::move(exit));
         return s.shellCode();
       }
     }
@@ -312,7 +333,8 @@ int runCommand(const std::vector<std::string>& args) {
                                  {"env", true, true},
                                  {"timeout-ms"},
                                  {"resolve", true, true},
-                                 {"audit"}});
+                                 {"audit"},
+                                 {"audit-max-events"}});
   if (auto* err = std::get_if<std::string>(&parsed)) {
     printErr("stockade run: " + *err + "\n");
     return kExitStockadeFailed;

@@ -102,7 +102,7 @@ TEST_F(ManagerTest, DisposeOnAnAdoptedHandleIsAReportedNoOp) {
   SandboxHandle adopted = SandboxManager::instance().adopt();
   EXPECT_TRUE(adopted.isAdopted());
   EXPECT_FALSE(adopted.dispose());
-  EXPECT_TRUE(audited("dispose-ignored"));
+  EXPECT_TRUE(audited("dispose_ignored"));
   EXPECT_TRUE(SandboxManager::instance().initialized());
   EXPECT_TRUE(owner.isEpochLive(owner.epoch()));
   EXPECT_TRUE(adopted.isEpochLive(adopted.epoch()));
