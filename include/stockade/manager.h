@@ -26,6 +26,7 @@
 
 #include "stockade/error.h"
 #include "stockade/policy.h"
+#include "stockade/process.h"
 #include "stockade/rules.h"
 
 namespace stockade {
@@ -149,6 +150,10 @@ class SandboxHandle {
   // is a reported no-op: returns false and changes nothing. True otherwise.
   bool dispose();
 
+  // The process service of this sandbox (process.h): detached processes,
+  // logs with cursors, sessions, PTYs. After dispose() its calls answer stale_epoch.
+  ProcessService processes() const;
+
  private:
   friend class SandboxManager;
   SandboxHandle(std::shared_ptr<detail::ManagerState> state, Epoch epoch, bool adopted)
@@ -194,6 +199,11 @@ class SandboxManager {
   // cap; default 10000); past it they are counted, and the sandbox's end
   // writes one "audit_dropped" event with the count.
   void setAuditLimits(std::size_t maxEventsPerSandbox);
+  // Output retained per process-service process (default 1 MiB) and for all
+  // of them together (default 256 MiB); the oldest output goes first, and
+  // what went is reported (ProcessDto::truncatedHead, LogsPage). Applies to
+  // sandboxes created afterwards.
+  void setProcessLogLimits(std::size_t bytesPerProcess, std::size_t bytesTotal);
 
   // Tests only: disposes whatever is live. Never call it on a production path.
   void resetForTesting();

@@ -236,14 +236,23 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
 // Set by the init before forwarding starts; read by the signal handler.
 volatile sig_atomic_t gProgramPid = 0;
 
+// Termination signals go to every process of the sandbox (kill(-1) from a
+// pid namespace's init reaches all of its processes but init): a program that
+// traps TERM cannot shield its children, nor a descendant that left the
+// process group with setsid(). Window changes go to the program alone.
 void forwardSignal(int sig) noexcept {
-  if (gProgramPid > 0) ::kill(static_cast<pid_t>(gProgramPid), sig);
+  if (gProgramPid <= 0) return;
+  if (sig == SIGWINCH) {
+    ::kill(static_cast<pid_t>(gProgramPid), sig);
+    return;
+  }
+  ::kill(-1, sig);
 }
 
 // pid 1 of the sandbox. A pid-namespace init ignores signals it has no
 // handler for, even SIGKILL sent from inside: running the program as pid 1
 // would break `kill $$` and 128+N exit codes. So pid 1 stays a tiny init: it
-// vforks the program (pid 2), forwards termination signals to it, reaps
+// vforks the program (pid 2), forwards termination signals to every process of the sandbox, reaps
 // orphans, writes the program's status to the status pipe and exits with the
 // shell code. Its exit makes the kernel kill whatever is left in the sandbox.
 [[noreturn]] void runInit(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
@@ -784,7 +793,7 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   std::int32_t record[2];
   ssize_t n = ::read(child.programStatus.get(), record, sizeof(record));
   if (n != static_cast<ssize_t>(sizeof(record))) return initStatus;  // init itself was killed
-  return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1]};
+  return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1], initStatus.usage};
 }
 
 // Reaps the exited init: the program's status, and the pids cgroup removed.

@@ -1,10 +1,8 @@
 // `stockade run`: runs one program under a policy, passing stdin/stdout/stderr
-// through. Parses arguments into a RunOptions value, derives the rules, calls
-// platform::spawn() and waits on the pidfd. Exit codes follow the shell:
+// through. Parses arguments into a RunOptions value, derives the rules and
+// hands them to the library's launcher and supervisor (src/process/foreground.h). Exit codes follow the shell:
 // the child's code, 128+N for signal N, 124 timeout, 125 stockade failed,
 // 126 not executable, 127 not found.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -14,18 +12,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "platform/linux/process.h"
-#include "proxy/proxy.h"
-#include "src/child_env.h"
+#include "platform/linux/spawn.h"
 #include "src/audit/file_sink.h"
 #include "src/audit/log.h"
-#include "src/audit/proxy_event.h"
-#include "platform/linux/spawn.h"
+#include "src/child_env.h"
+#include "src/process/foreground.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
 #include "src/cli/output.h"
@@ -82,21 +77,6 @@ struct RunOptions {
   std::vector<std::string> argv;
 };
 
-bool validHostName(std::string_view host) {
-  if (host.empty() || host.size() > 253 || host.front() == '.' || host.front() == '-') return false;
-  std::size_t label = 0;
-  for (char c : host) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!(c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return false;
-    if (++label > 63) return false;
-  }
-  return label != 0;
-}
-
 RunOptions parseRunOptions(const ParsedArgs& args) {
   RunOptions o;
   o.policyFile = args.value("policy");
@@ -127,12 +107,8 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
     auto eq = r.find('=');
     std::string host = eq == std::string::npos ? r : r.substr(0, eq);
     std::string addr = eq == std::string::npos ? "" : r.substr(eq + 1);
-    if (!validHostName(host)) throw Failure{"--resolve \"" + r + "\": \"" + host + "\" is not a host name"};
-    unsigned char buf[16];
-    std::string bare = addr.size() > 2 && addr.front() == '[' && addr.back() == ']' ? addr.substr(1, addr.size() - 2) : addr;
-    if (::inet_pton(AF_INET, bare.c_str(), buf) != 1 && ::inet_pton(AF_INET6, bare.c_str(), buf) != 1)
-      throw Failure{"--resolve \"" + r + "\": \"" + addr + "\" is not an IPv4 or IPv6 address"};
-    o.resolve[host] = bare;
+    if (auto problem = process::resolveProblem(host, addr)) throw Failure{"--resolve " + *problem};
+    o.resolve[host] = addr;
   }
   o.auditFile = args.value("audit");
   if (auto n = args.value("audit-max-events")) {
@@ -149,60 +125,20 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
   return o;
 }
 
-// The audit log of one run: the library's schema (src/audit/event.h) in the
-// file named by --audit, opened where the child cannot redirect it.
-class AuditLog {
- public:
-  AuditLog(const std::optional<std::string>& path, const DerivedRules& rules, const std::string& privateTmp,
-           std::string sandboxId, std::size_t maxEvents)
-      : sandboxId_(std::move(sandboxId)) {
-    if (!path) return;
-    // Every tree the child may write, except its private TMPDIR: that is a
-    // tmpfs of the sandbox's own, not the host directory of that name.
-    std::vector<std::string> writable = rules.filesystem().allowWrite;
-    for (const auto& p : rules.filesystem().defaultWrite)
-      if (p != privateTmp) writable.push_back(p);
-    auto opened = audit::FileSink::open(*path, writable);
-    if (auto* err = std::get_if<std::string>(&opened)) throw Failure{"--audit: " + *err};
-    file_ = std::make_shared<audit::FileSink>(std::get<audit::FileSink>(std::move(opened)));
-    log_.setLimits({.maxEventsPerSandbox = maxEvents});
-    log_.setSink([file = file_](const std::string& line) { file->write(line); });
-  }
-  ~AuditLog() { log_.closeSandbox(sandboxId_); }
-  bool enabled() const { return file_ != nullptr; }
-  void write(std::string_view event, nlohmann::json fields) {
-    if (!file_) return;
-    fields["sandboxId"] = sandboxId_;
-    log_.write(event, std::move(fields));
-  }
-  void decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key) {
-    if (!file_) return;
-    fields["sandboxId"] = sandboxId_;
-    log_.decision(event, std::move(fields), key);
-  }
-  audit::Log& log() { return log_; }
-
- private:
-  std::string sandboxId_;
-  std::shared_ptr<audit::FileSink> file_;
-  audit::Log log_;
-};
-
-nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
-  return {{"namespaces",
-           {{"user", r.userNamespace}, {"mount", r.mountNamespace}, {"pid", r.pidNamespace},
-            {"network", r.networkNamespace}, {"ipc", r.ipcNamespace}, {"uts", r.utsNamespace},
-            {"cgroup", r.cgroupNamespace}}},
-          {"landlock",
-           {{"abi", r.landlockAbi}, {"filesystem", r.landlockFilesystem}, {"network", r.landlockNetwork},
-            {"scopes", r.landlockScopes}}},
-          {"seccomp", r.seccomp},
-          {"noNewPrivs", r.noNewPrivs},
-          // limits.pids: null when not asked for or not enforced (then a degradation says why)
-          {"pids", r.pidsLimit == platform::PidsMechanism::kNone
-                       ? nlohmann::json(nullptr)
-                       : nlohmann::json{{"mechanism", platform::pidsMechanismName(r.pidsLimit)}, {"cgroup", r.pidsCgroup}}},
-          {"degradations", r.degradations}};
+// Sends the runtime's audit events to the file named by --audit, opened
+// where the child cannot redirect it (src/audit/file_sink.h).
+void attachAuditFile(audit::Log& log, const std::string& path, const DerivedRules& rules,
+                     const std::string& privateTmp, std::size_t maxEvents) {
+  // Every tree the child may write, except its private TMPDIR: that is a
+  // tmpfs of the sandbox's own, not the host directory of that name.
+  std::vector<std::string> writable = rules.filesystem().allowWrite;
+  for (const auto& p : rules.filesystem().defaultWrite)
+    if (p != privateTmp) writable.push_back(p);
+  auto opened = audit::FileSink::open(path, writable);
+  if (auto* err = std::get_if<std::string>(&opened)) throw Failure{"--audit: " + *err};
+  auto file = std::make_shared<audit::FileSink>(std::get<audit::FileSink>(std::move(opened)));
+  log.setLimits({.maxEventsPerSandbox = maxEvents});
+  log.setSink([file](const std::string& line) { file->write(line); });
 }
 
 int execFailureCode(const platform::SpawnError& e) {
@@ -224,105 +160,65 @@ int run(const RunOptions& o) {
   auto derived = derive(policy, context);
   if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{"deriving the rules: " + err->text()};
   const DerivedRules& rules = std::get<DerivedRules>(derived);
-  AuditLog audit(o.auditFile, rules, *context.tmpdir, "cli-" + std::to_string(::getpid()), o.auditMaxEvents);
 
-  // Signals that would end stockade end the child first (see below).
+  // Signals that would end stockade end the child first. Blocked before the
+  // runtime's threads start, so that they inherit the mask and the signals
+  // arrive only through the signalfd.
   sigset_t handled;
   sigemptyset(&handled);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&handled, sig);
   if (::sigprocmask(SIG_BLOCK, &handled, nullptr) != 0)
     throw Failure{std::string("sigprocmask(SIG_BLOCK) failed: ") + std::strerror(errno)};
-  platform::UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC));
+  platform::UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals) throw Failure{std::string("signalfd() failed: ") + std::strerror(errno)};
 
-  // With allowed domains, the child's one way out is the proxy, reached on its
-  // own loopback; without, it has no network at all.
+  process::Runtime runtime;
+  const std::string sandboxId = "cli-" + std::to_string(::getpid());
+  if (o.auditFile) attachAuditFile(runtime.audit, *o.auditFile, rules, *context.tmpdir, o.auditMaxEvents);
+  else runtime.audit.setSink([](const std::string&) {});  // no --audit: events are not wanted
+  struct CloseAudit {
+    audit::Log& log;
+    const std::string& id;
+    ~CloseAudit() { log.closeSandbox(id); }
+  } closeAudit{runtime.audit, sandboxId};
+
   std::optional<std::uint16_t> proxyPort;
   if (!rules.network().allowedDomains.empty()) proxyPort = kSandboxProxyPort;
-  platform::SpawnRequest request{rules, o.argv, o.cwd, childEnvironment(rules, environ, o.env, proxyPort)};
-  request.proxyPort = proxyPort;
-  request.stdio = platform::Stdio::kInherit;
-  request.onMissingLayer = platform::OnMissingLayer::kRunAndReport;
-  // Only the audit log shows the fingerprint: skip the hashing when nobody reads it.
-  const std::string fingerprint = audit.enabled() ? rules.fingerprint() : std::string();
-  auto spawned = platform::spawn(request);
-  if (auto* e = std::get_if<platform::SpawnError>(&spawned)) {
+  auto outcome = process::runForeground(
+      runtime,
+      process::ForegroundRequest{.rules = rules,
+                                 .program = {o.argv, o.cwd, childEnvironment(rules, environ, o.env, proxyPort)},
+                                 .timeout = o.timeout,
+                                 .resolve = o.resolve,
+                                 .sandboxId = sandboxId,
+                                 .signalFd = signals.get()},
+      [](const process::ForegroundStarted& started) {
+        for (const auto& d : started.enforcement.degradations)
+          printErr("stockade: warning: weaker enforcement: " + d + "\n");
+      });
+  if (auto* e = std::get_if<platform::SpawnError>(&outcome)) {
     int code = execFailureCode(*e);
-    audit.write("spawn_failed", {{"fingerprint", fingerprint}, {"argv", o.argv},
-                 {"step", platform::setupStepName(e->step)}, {"message", e->message()}, {"exitCode", code}});
     if (code == kExitNotFound) printErr("stockade run: " + o.argv[0] + ": not found (" + e->message() + ")\n");
     else if (code == kExitNotExecutable) printErr("stockade run: " + o.argv[0] + ": cannot execute (" + e->message() + ")\n");
     else printErr("stockade run: " + e->message() + "\n");
     return code;
   }
-  platform::Child child = std::move(std::get<platform::Child>(spawned));
-  // Declared before the listeners, so that they close first.
-  std::unique_ptr<proxy::Proxy> egress;
-  std::vector<proxy::ListenerHandle> listeners;
-  if (proxyPort) {
-    egress = std::make_unique<proxy::Proxy>();
-    if (audit.enabled())
-      egress->setAuditSink([&audit](const proxy::ProxyEvent& e) { audit::writeProxyEvent(audit.log(), e); });
-    auto network = std::make_shared<const DerivedRules::Network>(rules.network());
-    proxy::RulesProvider provider = [network] { return network; };
-    const std::string runId = "run-" + std::to_string(child.pid);
-    for (auto& fd : child.proxyListeners)
-      listeners.push_back(egress->addListener(std::move(fd), {"cli-" + std::to_string(::getpid()), runId, provider, o.resolve}));
+  const auto& [ending, signal] = std::get<process::ForegroundOutcome>(outcome);
+  if (signal) return 128 + *signal;
+  switch (ending.cause) {
+    case process::Ending::Cause::kTimedOut:
+      printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
+      return kExitTimeout;
+    case process::Ending::Cause::kFailed:
+      throw Failure{ending.error};
+    case process::Ending::Cause::kLimit:
+      printErr("stockade run: " + ending.limit + " exceeded; killed the sandbox\n");
+      return ending.status.shellCode();
+    case process::Ending::Cause::kExited:
+    case process::Ending::Cause::kKilled:
+      break;
   }
-  for (const auto& d : child.enforcement.degradations) printErr("stockade: warning: weaker enforcement: " + d + "\n");
-  audit.write("spawn", {{"pid", child.pid}, {"fingerprint", fingerprint}, {"argv", o.argv},
-               {"cwd", o.cwd}, {"enforcement", enforcementJson(child.enforcement)}});
-  for (const auto& d : child.enforcement.degradations) audit.write("degraded", {{"pid", child.pid}, {"what", d}});
-
-  std::optional<std::chrono::steady_clock::time_point> deadline;
-  if (o.timeout) deadline = std::chrono::steady_clock::now() + *o.timeout;
-  // Repeats of one denial are counted (src/audit/log.h); the exit event has the total.
-  long denials = 0;
-  child.onDenial = [&](const platform::SeccompDenial& d) {
-    ++denials;
-    audit.decision("denial", {{"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall}, {"args", d.args},
-                              {"error", "EPERM"}},
-                   {"layer", "syscall", "error"});
-  };
-  auto killAndReap = [&]() {
-    // The sandbox's init is pid 1 of its pid namespace: killing it kills
-    // every process in the sandbox.
-    if (auto err = platform::signalChild(child.pidfd, SIGKILL)) printErr("stockade run: " + *err + "\n");
-    return platform::waitExit(child);
-  };
-  for (;;) {
-    auto event = platform::waitEvent(child, deadline, signals.get());
-    if (auto* err = std::get_if<std::string>(&event)) {
-      (void)killAndReap();  // never leave the sandbox running without its listener
-      throw Failure{*err};
-    }
-    switch (std::get<platform::WaitEvent>(event)) {
-      case platform::WaitEvent::kDeadline:
-        (void)killAndReap();
-        audit.write("exit", {{"pid", child.pid}, {"reason", "timeout"}, {"exitCode", kExitTimeout},
-                     {"denials", denials}});
-        printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
-        return kExitTimeout;
-      case platform::WaitEvent::kAlsoWatched: {
-        signalfd_siginfo info;
-        if (::read(signals.get(), &info, sizeof info) != sizeof info) continue;
-        (void)killAndReap();
-        int code = 128 + static_cast<int>(info.ssi_signo);
-        audit.write("exit", {{"pid", child.pid}, {"reason", "stockade received signal"},
-                     {"signal", info.ssi_signo}, {"exitCode", code}, {"denials", denials}});
-        return code;
-      }
-      case platform::WaitEvent::kExited: {
-        auto status = platform::waitExit(child);
-        if (auto* err = std::get_if<std::string>(&status)) throw Failure{*err};
-        const auto& s = std::get<platform::ExitStatus>(status);
-        nlohmann::json exit = {{"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
-        if (s.kind == platform::ExitStatus::Kind::kSignaled) exit["signal"] = s.value;
-        audit.write("exit", std::move(exit));
-        return s.shellCode();
-      }
-    }
-  }
+  return ending.status.shellCode();
 }
 
 }  // namespace

@@ -173,8 +173,10 @@ TEST_F(ManagerTest, NarrowedPidsLimitHoldsForTheNextChildAndTheSpawnIsAuditedWit
   EXPECT_TRUE(over.completion.failed) << over.err;
   const std::string mechanism = platform::pidsMechanismName(std::get<platform::PidsHierarchy>(controller).mechanism);
   EXPECT_TRUE(auditedWhere([&](const nlohmann::json& j) {
-    return j["event"] == "spawn" && j.contains("pids") && j["pids"]["mechanism"] == mechanism &&
-           !std::filesystem::exists(j["pids"]["cgroup"].get<std::string>());
+    if (j["event"] != "spawn" || !j.contains("enforcement")) return false;
+    const auto& pids = j["enforcement"]["pids"];
+    return pids.is_object() && pids["mechanism"] == mechanism &&
+           !std::filesystem::exists(pids["cgroup"].get<std::string>());
   }));
 }
 

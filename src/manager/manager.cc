@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/cgroup.h"
-#include "src/manager_internal.h"
+#include "src/manager/manager_state.h"
+#include "src/process/service.h"
 
 namespace stockade {
 
 using detail::ManagerState;
-using detail::RunShared;
 
 std::string Epoch::text() const { return "g" + std::to_string(generation_) + ".e" + std::to_string(serial_); }
 
@@ -53,7 +53,7 @@ void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) n
     std::lock_guard lock(mu);
     fields["sandboxId"] = sandboxId;
   }
-  audit.write(event, std::move(fields));
+  runtime.audit.write(event, std::move(fields));
 } catch (...) {
   // Building the event failed (allocation): nothing more can be said safely.
 }
@@ -85,35 +85,32 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
   // Exclusive: waits for spawns in flight to register, and keeps
   // createSandbox() and a second dispose() out until this one is complete.
   std::unique_lock gate(s->gate);
-  std::shared_ptr<proxy::Proxy> proxy;
-  std::vector<std::string> errors;
-  std::string sandboxId;
+  std::shared_ptr<ManagedSandbox> sandbox;
   {
-    std::unique_lock lock(s->mu);
+    std::lock_guard lock(s->mu);
     if (generation && *generation != s->generation) return;  // a later sandbox is not the caller's
-    if (!s->initialized && s->runs.empty()) return;          // already down
+    if (!s->initialized && !s->sandbox) return;               // already down
     s->initialized = false;  // new work is refused from here on
     s->livePolicy.reset();
     s->baseline.reset();
     s->liveNetwork.store(nullptr);  // running children's proxies deny everything from now on
     dropSpare(*s);
-    proxy = std::move(s->proxy);
-    sandboxId = s->sandboxId;
-    for (auto& [id, run] : s->runs) {
-      if (auto err = platform::signalChild(run->child.pidfd, SIGKILL)) errors.push_back("dispose: " + *err);
-    }
-    s->settled.wait(lock, [&] { return s->runs.empty(); });
+    sandbox = std::move(s->sandbox);
   }
-  for (const auto& e : errors) s->logError(e);
+  if (!sandbox) return;
+  auto records = sandbox->registry().close();
+  for (auto& record : records) {
+    record->markLost("the sandbox was disposed while it ran");
+    if (auto supervised = record->supervised()) supervised->kill(SIGKILL);
+  }
+  for (auto& record : records) (void)record->wait(std::nullopt);
   // The spare's end, and that of a build in flight, are queued on the spawner
   // thread: wait for them, so no sandbox of this session outlives dispose().
-  s->spawner.call([] {});
-  proxy.reset();  // joins the proxy's io thread (unless a starting run still holds it), outside the lock
-  s->writeAudit("dispose", {{"sandboxId", sandboxId}});
-  s->audit.closeSandbox(sandboxId);
+  s->runtime.spawner.call([] {});
+  s->runtime.egress.reset();  // joins the proxy's io thread, outside the locks
+  s->writeAudit("dispose", {{"sandboxId", sandbox->sandboxId()}});
+  s->runtime.audit.closeSandbox(sandbox->sandboxId());
 }
-
-void ManagerState::logError(const std::string& message) { writeAudit("error", {{"message", message}}); }
 
 }  // namespace detail
 
@@ -134,11 +131,19 @@ bool SandboxManager::initialized() const {
 }
 
 void SandboxManager::setAuditSink(std::function<void(const std::string&)> sink) {
-  state_->audit.setSink(std::move(sink));
+  state_->runtime.audit.setSink(std::move(sink));
 }
 
 void SandboxManager::setAuditLimits(std::size_t maxEventsPerSandbox) {
-  state_->audit.setLimits({.maxEventsPerSandbox = maxEventsPerSandbox});
+  state_->runtime.audit.setLimits({.maxEventsPerSandbox = maxEventsPerSandbox});
+}
+
+void SandboxManager::setProcessLogLimits(std::size_t bytesPerProcess, std::size_t bytesTotal) {
+  if (bytesPerProcess == 0 || bytesTotal < bytesPerProcess)
+    throw std::invalid_argument("setProcessLogLimits(): bytesPerProcess must be positive and at most bytesTotal");
+  std::lock_guard lock(state_->mu);
+  state_->logBytesPerProcess = bytesPerProcess;
+  state_->logBytesTotal = bytesTotal;
 }
 
 SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
@@ -153,6 +158,8 @@ SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
     ++s.generation;
     s.sandboxId = detail::randomId("sbx");
     s.context = std::move(ctx);
+    s.sandbox = std::make_shared<detail::ManagedSandbox>(state_, s.runtime, s.generation, s.sandboxId,
+                                                         s.context.cwd.value_or("/"));
     s.baseline.reset();
     std::string fingerprint = rules.fingerprint();
     detail::applyNarrowing(s, policy, std::move(rules));
@@ -226,6 +233,16 @@ void SandboxHandle::narrow(const SandboxPolicy& policy) {
   detail::applyNarrowing(s, policy, std::move(candidate));
   lock.unlock();
   s.writeAudit("narrow", {{"fingerprint", fingerprint}, {"via", "narrow"}, {"epoch", epoch_.text()}});
+}
+
+ProcessService SandboxHandle::processes() const {
+  std::shared_ptr<process::SandboxContext> sandbox;
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->initialized && epoch_.generation_ == state_->generation) sandbox = state_->sandbox;
+  }
+  // A disposed sandbox's service answers stale_epoch to every call.
+  return ProcessService(process::makeServiceCore(std::move(sandbox)));
 }
 
 bool SandboxHandle::dispose() {

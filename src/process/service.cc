@@ -1,0 +1,502 @@
+#include "src/process/service.h"
+
+#include <signal.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "src/child_env.h"
+#include "src/process/log_ring.h"
+#include "stockade/error.h"
+
+extern char** environ;
+
+namespace stockade::process {
+
+std::string newId(std::string_view prefix) {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    throw std::runtime_error("getrandom() failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(prefix);
+  id += '-';
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 0xf];
+  }
+  return id;
+}
+
+int signalNumber(ProcessSignal signal) noexcept {
+  switch (signal) {
+    case ProcessSignal::kTerm: return SIGTERM;
+    case ProcessSignal::kKill: return SIGKILL;
+    case ProcessSignal::kInt: return SIGINT;
+    case ProcessSignal::kHup: return SIGHUP;
+    case ProcessSignal::kQuit: return SIGQUIT;
+    case ProcessSignal::kUsr1: return SIGUSR1;
+    case ProcessSignal::kUsr2: return SIGUSR2;
+  }
+  return SIGTERM;
+}
+
+namespace {
+
+ProcessError notFound(const std::string& id) {
+  return {ProcessErrorCode::kNotFound, "process " + id + " is not known to this sandbox (never started, or deleted)"};
+}
+
+// The POSIX shells a command string may run through (seed 003).
+constexpr const char* kShells[] = {"bash", "sh", "dash", "zsh", "ksh"};
+
+std::optional<std::string> findProgram(const std::string& name) {
+  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
+    std::string path = std::string(dir) + "/" + name;
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return std::nullopt;
+}
+
+// The shell for a command string: the one named (bash, sh, dash, zsh, ksh,
+// or an absolute path to one of them), else bash, else sh. An unknown name
+// is a caller bug; a known one missing here is unavailable.
+std::variant<std::string, ProcessError> resolveShell(const std::optional<std::string>& asked) {
+  if (!asked) {
+    if (auto bash = findProgram("bash")) return *bash;
+    if (auto sh = findProgram("sh")) return *sh;
+    return ProcessError{ProcessErrorCode::kUnavailable, "neither bash nor sh is installed; pass argv instead of cmd"};
+  }
+  const std::string base = asked->substr(asked->rfind('/') + 1);
+  bool known = false;
+  for (const char* s : kShells) known = known || base == s;
+  if (!known || (asked->find('/') != std::string::npos && asked->front() != '/'))
+    throw std::invalid_argument("shell \"" + *asked +
+                                "\" is not a POSIX shell stockade runs commands through; use bash, sh, dash, zsh or "
+                                "ksh (a name or an absolute path), or pass argv");
+  if (asked->front() == '/') {
+    if (::access(asked->c_str(), X_OK) != 0)
+      return ProcessError{ProcessErrorCode::kUnavailable, "shell " + *asked + " is not installed"};
+    return *asked;
+  }
+  if (auto path = findProgram(base)) return *path;
+  return ProcessError{ProcessErrorCode::kUnavailable, "shell " + base + " is not installed"};
+}
+
+void validateStart(const ProcessCommand& command, const ProcessStartOptions& o) {
+  if (command.cmd && command.argv)
+    throw std::invalid_argument("command: both cmd and argv are given; pass exactly one (argv runs without a shell)");
+  if (!command.cmd && !command.argv) throw std::invalid_argument("command: neither cmd nor argv is given");
+  if (command.cmd) {
+    if (command.cmd->find_first_not_of(" \t\n") == std::string::npos)
+      throw std::invalid_argument("command.cmd is empty; pass a shell command");
+    if (command.cmd->find('\0') != std::string::npos) throw std::invalid_argument("command.cmd contains NUL");
+  } else {
+    if (command.argv->empty()) throw std::invalid_argument("command.argv is empty; pass at least the program");
+    if (command.argv->front().empty()) throw std::invalid_argument("command.argv[0] is empty; name the program");
+    for (std::size_t i = 0; i < command.argv->size(); ++i)
+      if ((*command.argv)[i].find('\0') != std::string::npos)
+        throw std::invalid_argument("command.argv[" + std::to_string(i) + "] contains NUL");
+  }
+  if (o.cwd && (o.cwd->empty() || o.cwd->front() != '/'))
+    throw std::invalid_argument("cwd \"" + *o.cwd + "\" is not an absolute path");
+  if (o.cwd && o.cwd->find('\0') != std::string::npos) throw std::invalid_argument("cwd contains NUL");
+  if (o.executionTimeout && o.executionTimeout->count() <= 0)
+    throw std::invalid_argument("executionTimeout " + std::to_string(o.executionTimeout->count()) +
+                                " ms is not positive; omit it for no deadline");
+  for (const auto& [name, value] : o.env) {
+    if (auto problem = overlayNameProblem(name); !problem.empty()) throw std::invalid_argument("env " + problem);
+    if (value.find('\0') != std::string::npos) throw std::invalid_argument("env \"" + name + "\" contains NUL");
+  }
+}
+
+bool matches(const ProcessDto& d, const ProcessListOptions& o) {
+  using States = ProcessListOptions::States;
+  if (o.state == States::kRunning && d.state == ProcessState::kTerminal) return false;
+  if (o.state == States::kTerminal && d.state != ProcessState::kTerminal) return false;
+  if (o.kind && d.kind != *o.kind) return false;
+  if (o.sessionId && d.sessionId != o.sessionId) return false;
+  if (o.name && d.name != o.name) return false;
+  if (o.pid && d.pid != o.pid) return false;
+  return true;
+}
+
+std::uint64_t cursorOrThrow(const std::optional<std::string>& cursor) {
+  if (!cursor) return 0;
+  auto sequence = LogRing::parseCursor(*cursor);
+  if (!sequence)
+    throw std::invalid_argument("cursor \"" + *cursor + "\" is not a log cursor; pass one a frame or page returned");
+  return *sequence;
+}
+
+void checkLimit(std::size_t limit) {
+  if (limit == 0 || limit > kMaxLogsLimit)
+    throw std::invalid_argument("limit " + std::to_string(limit) + " is out of range; pass 1.." +
+                                std::to_string(kMaxLogsLimit));
+}
+
+}  // namespace
+
+// Streams one process's log as seed 003's StreamLogEvents.
+class StreamCursor {
+ public:
+  StreamCursor(std::shared_ptr<Record> record, std::uint64_t after, LogEncoding encoding, std::stop_token stop)
+      : record_(std::move(record)), after_(after), encoding_(encoding), stop_(std::move(stop)) {}
+
+  std::optional<StreamLogEvent> next() {
+    if (done_) return std::nullopt;
+    std::unique_lock lock(record_->mu);
+    for (;;) {
+      if (stop_.stop_requested()) return std::nullopt;  // cancelled: resume from the last cursor seen
+      auto page = record_->ring.read(after_, 1);
+      if (page.truncatedHead) {
+        // Frames after our cursor were dropped by retention: say so, and go on from the oldest held.
+        const std::uint64_t resume = page.firstAvailable ? page.firstAvailable - 1 : record_->ring.lastSequence();
+        WarningEvent warning{"output after cursor " + LogRing::cursorText(after_) +
+                                 " is no longer retained (the ring dropped its oldest frames); continuing from " +
+                                 LogRing::cursorText(resume),
+                             page.firstAvailable ? std::optional(LogRing::cursorText(page.firstAvailable)) : std::nullopt};
+        after_ = resume;
+        return StreamLogEvent{LogRing::cursorText(after_), std::move(warning)};
+      }
+      if (!page.frames.empty()) {
+        const auto& frame = page.frames.front();
+        after_ = frame.sequence;
+        return StreamLogEvent{LogRing::cursorText(after_), LogEvent{ServiceCore::frameOf(frame, encoding_)}};
+      }
+      // Terminal only once its outputs were drained: no frame follows the state.
+      if (auto result = record_->resultLocked()) {
+        if (!stateSent_) {
+          stateSent_ = true;
+          return StreamLogEvent{LogRing::cursorText(after_), StateEvent{*result}};
+        }
+        done_ = true;
+        return StreamLogEvent{LogRing::cursorText(after_), EofEvent{}};
+      }
+      record_->changed.wait(lock, stop_, [&] {
+        return record_->ring.lastSequence() > after_ || record_->resultLocked().has_value();
+      });
+    }
+  }
+
+ private:
+  std::shared_ptr<Record> record_;
+  std::uint64_t after_;
+  LogEncoding encoding_;
+  std::stop_token stop_;
+  bool stateSent_ = false;
+  bool done_ = false;
+};
+
+std::shared_ptr<ServiceCore> makeServiceCore(std::shared_ptr<SandboxContext> sandbox) {
+  return std::make_shared<ServiceCore>(std::move(sandbox));
+}
+
+std::optional<ProcessError> ServiceCore::stale() const {
+  if (sandbox_ && sandbox_->live()) return std::nullopt;
+  return ProcessError{ProcessErrorCode::kStaleEpoch, "the sandbox was disposed; its processes are gone"};
+}
+
+const std::string& ServiceCore::sandboxId() const noexcept {
+  static const std::string kNone;
+  return sandbox_ ? sandbox_->sandboxId() : kNone;
+}
+
+ProcessResult<std::shared_ptr<Record>> ServiceCore::find(const std::string& id) const {
+  if (auto e = stale()) return *e;
+  auto record = sandbox_->registry().find(id);
+  if (!record || !record->listed) return notFound(id);
+  return record;
+}
+
+LogFrame ServiceCore::frameOf(const LogRing::Frame& frame, LogEncoding encoding) {
+  LogFrame out;
+  out.cursor = LogRing::cursorText(frame.sequence);
+  out.channel = frame.channel;
+  out.timestamp = frame.time;
+  if (encoding == LogEncoding::kText && isUtf8(frame.bytes)) {
+    out.data = frame.bytes;
+    out.encoding = LogEncoding::kText;
+  } else {
+    out.data = base64(frame.bytes);
+    out.encoding = LogEncoding::kBase64;
+  }
+  return out;
+}
+
+ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, const ProcessStartOptions& o,
+                                                ProcessKind kind) {
+  validateStart(command, o);
+  if (auto e = stale()) return *e;
+  ProcessDto dto;
+  dto.id = newId("proc");
+  dto.sandboxId = sandbox_->sandboxId();
+  dto.name = o.name;
+  dto.kind = kind;
+  dto.cwd = o.cwd.value_or(sandbox_->defaultCwd());
+  dto.stdin = o.stdin;
+  dto.executionTimeout = o.executionTimeout;
+  dto.keepLogs = o.keepLogs;
+  dto.processKey = o.processKey;
+  dto.login = o.login;
+  dto.createdAt = std::chrono::system_clock::now();
+  std::vector<std::string> argv;
+  if (command.cmd) {
+    auto shell = resolveShell(o.shell);
+    if (auto* e = std::get_if<ProcessError>(&shell)) return *e;
+    const std::string& path = std::get<std::string>(shell);
+    argv = {path};
+    if (o.login) argv.push_back("-l");
+    argv.push_back("-c");
+    argv.push_back(*command.cmd);
+    dto.shellCommand = command.cmd;
+    dto.shell = o.shell.value_or(path.substr(path.rfind('/') + 1));
+    dto.resolvedShell = path;
+  } else {
+    argv = *command.argv;
+  }
+  dto.argv = argv;
+
+  auto record = std::make_shared<Record>(dto, sandbox_->logBytesPerProcess(), sandbox_->logBudget());
+  if (!sandbox_->registry().add(record, dto.id)) return *stale();
+  const std::string id = dto.id;
+  auto forget = [&] { sandbox_->registry().remove(id); };
+
+  std::optional<Admission> admission;
+  try {
+    admission.emplace(sandbox_->admit({.id = id, .correlationId = o.processKey.value_or(id), .spare = true}));
+  } catch (const SandboxError& e) {
+    forget();
+    if (e.code() == ErrorCode::kNotInitialized) return ProcessError{ProcessErrorCode::kStaleEpoch, e.what()};
+    throw;
+  } catch (...) {
+    forget();
+    throw;
+  }
+  Admission& admitted = *admission;
+  const std::optional<std::uint16_t> proxyPort =
+      admitted.network ? std::optional<std::uint16_t>(kSandboxProxyPort) : std::nullopt;
+  platform::ProgramRequest program{argv, dto.cwd, childEnvironment(admitted.rules, environ, o.env, proxyPort)};
+
+  Watch watch;
+  watch.timeout = o.executionTimeout;
+  std::weak_ptr<Record> weak = record;
+  watch.onOutput = [weak](LogChannel channel, std::string_view bytes) {
+    if (auto r = weak.lock()) r->output(channel, bytes);
+  };
+  EventLoop& loop = sandbox_->loop();
+  watch.onEnd = [record, afterExit = admitted.afterExit, &loop, keep = o.keepLogs](const Ending& e) {
+    if (afterExit) afterExit();
+    record->ended(e);
+    if (keep == KeepLogs::kOnExitTtl) {
+      std::weak_ptr<Record> later = record;
+      loop.after(kOnExitTtl, [later] {
+        if (auto r = later.lock()) {
+          std::lock_guard lock(r->mu);
+          r->ring.clear();
+        }
+      });
+    }
+  };
+  nlohmann::json auditFields = nlohmann::json::object();
+  if (o.name) auditFields["name"] = *o.name;
+  if (o.processKey) auditFields["processKey"] = *o.processKey;
+  auditFields["kind"] = std::string(processKindName(kind));
+  auto launched = [&] {
+    try {
+      return sandbox_->launcher().launch(LaunchRequest{.rules = admitted.rules,
+                                                       .fingerprint = admitted.fingerprint,
+                                                       .program = std::move(program),
+                                                       .output = Output::kSupervisor,
+                                                       .stdin = o.stdin,
+                                                       .spare = std::move(admitted.spare),
+                                                       .sandboxId = sandbox_->sandboxId(),
+                                                       .id = id,
+                                                       .idField = "processId",
+                                                       .auditFields = std::move(auditFields),
+                                                       .network = admitted.network},
+                                         std::move(watch));
+    } catch (...) {
+      forget();
+      throw;
+    }
+  }();
+  if (auto* err = std::get_if<platform::SpawnError>(&launched)) {
+    forget();
+    throw SandboxError(ErrorCode::kSpawnFailed, "start(): " + err->message());
+  }
+  auto& child = std::get<Launched>(launched);
+  record->running(child.pid, child.supervised);
+  return ProcessHandle(shared_from_this(), id);
+}
+
+RunResult ServiceCore::collect(const Record& record, WaitResult result) {
+  RunResult out{std::move(result), {}, {}, {}, {}, {}};
+  std::lock_guard lock(record.mu);
+  out.processId = record.snapshotLocked().id;
+  auto page = record.ring.read(0, static_cast<std::size_t>(-1));
+  for (const auto& frame : page.frames) {
+    out.output += frame.bytes;
+    (frame.channel == LogChannel::kStderr ? out.stderr : out.stdout) += frame.bytes;
+    out.logs.push_back(frameOf(frame, LogEncoding::kText));
+  }
+  return out;
+}
+
+ProcessResult<RunResult> ServiceCore::run(const ProcessCommand& command, const ProcessRunOptions& o) {
+  if (o.timeout && o.timeout->count() < 0)
+    throw std::invalid_argument("timeout " + std::to_string(o.timeout->count()) + " ms is negative");
+  auto started = start(command, o.start);
+  if (auto* e = std::get_if<ProcessError>(&started)) return *e;
+  const auto& handle = std::get<ProcessHandle>(started);
+  auto found = find(handle.id());
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  auto result = record->wait(o.timeout);
+  if (!result)
+    return ProcessError{ProcessErrorCode::kTimeout, "process " + handle.id() + " still runs after " +
+                                                        std::to_string(o.timeout->count()) +
+                                                        " ms; it goes on (wait, stream or kill it by its id)"};
+  return collect(*record, std::move(*result));
+}
+
+ProcessResult<ProcessDto> ServiceCore::get(const std::string& id) const {
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  return std::get<std::shared_ptr<Record>>(found)->snapshot();
+}
+
+ProcessResult<std::vector<ProcessDto>> ServiceCore::list(const ProcessListOptions& o) const {
+  if (auto e = stale()) return *e;
+  std::vector<ProcessDto> out;
+  for (const auto& record : sandbox_->registry().all()) {
+    if (!record->listed) continue;
+    ProcessDto d = record->snapshot();
+    if (matches(d, o)) out.push_back(std::move(d));
+  }
+  std::sort(out.begin(), out.end(), [](const ProcessDto& a, const ProcessDto& b) { return a.createdAt < b.createdAt; });
+  return out;
+}
+
+ProcessResult<LogsPage> ServiceCore::logs(const std::string& id, const LogsOptions& o) const {
+  checkLimit(o.limit);
+  const std::uint64_t after = cursorOrThrow(o.cursor);
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  LogsPage out;
+  std::lock_guard lock(record->mu);
+  auto page = record->ring.read(after, o.limit);
+  for (const auto& frame : page.frames) out.items.push_back(frameOf(frame, o.encoding));
+  out.hasMore = page.hasMore;
+  out.truncatedHead = page.truncatedHead;
+  if (page.firstAvailable) out.firstAvailableCursor = LogRing::cursorText(page.firstAvailable);
+  if (!out.items.empty()) out.nextCursor = out.items.back().cursor;
+  else out.nextCursor = o.cursor;
+  return out;
+}
+
+ProcessResult<LogStream> ServiceCore::streamLogs(const std::string& id, const LogsOptions& o, std::stop_token stop) {
+  const std::uint64_t after = cursorOrThrow(o.cursor);
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  return LogStream(std::make_unique<StreamCursor>(std::get<std::shared_ptr<Record>>(found), after, o.encoding,
+                                                  std::move(stop)));
+}
+
+ProcessResult<WaitResult> ServiceCore::wait(const std::string& id,
+                                            std::optional<std::chrono::milliseconds> timeout) const {
+  if (timeout && timeout->count() < 0)
+    throw std::invalid_argument("timeout " + std::to_string(timeout->count()) + " ms is negative");
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  auto result = std::get<std::shared_ptr<Record>>(found)->wait(timeout);
+  if (!result)
+    return ProcessError{ProcessErrorCode::kTimeout,
+                        "process " + id + " still runs after " + std::to_string(timeout->count()) + " ms"};
+  return *result;
+}
+
+ProcessStatus ServiceCore::kill(const std::string& id, const KillOptions& o) const {
+  if (o.escalateAfter && o.escalateAfter->count() < 0)
+    throw std::invalid_argument("escalateAfter " + std::to_string(o.escalateAfter->count()) + " ms is negative");
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  auto supervised = std::get<std::shared_ptr<Record>>(found)->supervised();
+  if (!supervised) return std::nullopt;  // it has ended: nothing left to signal
+  std::optional<Escalation> escalation;
+  if (o.signal != ProcessSignal::kKill)
+    escalation = Escalation{o.escalateAfter.value_or(kDefaultEscalation), signalNumber(o.escalateTo)};
+  supervised->kill(signalNumber(o.signal), escalation);
+  return std::nullopt;
+}
+
+ProcessStatus ServiceCore::stdin(const std::string& id, std::string_view data, bool eof) const {
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  if (record->snapshot().stdin != StdinMode::kOpen)
+    return ProcessError{ProcessErrorCode::kUnsupported,
+                        "process " + id + " was started with stdin closed; start it with stdin open to write to it"};
+  auto supervised = record->supervised();
+  if (!supervised || !supervised->writeStdin(std::string(data), eof))
+    return ProcessError{ProcessErrorCode::kUnsupported,
+                        "the stdin of process " + id + " is closed (EOF was sent, the program closed it, or it ended)"};
+  return std::nullopt;
+}
+
+ProcessStatus ServiceCore::remove(const std::string& id) const {
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  if (!record->terminal()) {
+    if (auto supervised = record->supervised())
+      supervised->kill(SIGTERM, Escalation{kDefaultEscalation, SIGKILL});
+    (void)record->wait(std::nullopt);  // KILL after 5 s: the sandbox dies with its init
+  }
+  sandbox_->registry().remove(id);
+  std::lock_guard lock(record->mu);
+  record->ring.clear();
+  return std::nullopt;
+}
+
+}  // namespace stockade::process
+
+namespace stockade {
+
+using process::ServiceCore;
+
+LogStream::LogStream(std::unique_ptr<process::StreamCursor> cursor) : cursor_(std::move(cursor)) {}
+LogStream::LogStream(LogStream&&) noexcept = default;
+LogStream& LogStream::operator=(LogStream&&) noexcept = default;
+LogStream::~LogStream() = default;
+std::optional<StreamLogEvent> LogStream::next() { return cursor_ ? cursor_->next() : std::nullopt; }
+
+const std::string& ProcessHandle::sandboxId() const noexcept { return core_->sandboxId(); }
+ProcessResult<ProcessDto> ProcessHandle::get() const { return core_->get(id_); }
+ProcessResult<LogsPage> ProcessHandle::logs(const LogsOptions& options) const { return core_->logs(id_, options); }
+ProcessResult<LogStream> ProcessHandle::streamLogs(const LogsOptions& options, std::stop_token stop) const {
+  return core_->streamLogs(id_, options, std::move(stop));
+}
+ProcessResult<WaitResult> ProcessHandle::wait(std::optional<std::chrono::milliseconds> timeout) const {
+  return core_->wait(id_, timeout);
+}
+ProcessStatus ProcessHandle::kill(const KillOptions& options) const { return core_->kill(id_, options); }
+ProcessStatus ProcessHandle::stdin(std::string_view data, bool eof) const { return core_->stdin(id_, data, eof); }
+ProcessStatus ProcessHandle::stdinEof() const { return core_->stdin(id_, {}, true); }
+ProcessStatus ProcessHandle::remove() const { return core_->remove(id_); }
+
+ProcessResult<ProcessHandle> ProcessService::start(const ProcessCommand& command,
+                                                   const ProcessStartOptions& options) const {
+  return core_->start(command, options);
+}
+ProcessResult<RunResult> ProcessService::run(const ProcessCommand& command, const ProcessRunOptions& options) const {
+  return core_->run(command, options);
+}
+ProcessHandle ProcessService::connect(std::string id) const { return ProcessHandle(core_, std::move(id)); }
+ProcessResult<ProcessDto> ProcessService::get(const std::string& id) const { return core_->get(id); }
+ProcessResult<std::vector<ProcessDto>> ProcessService::list(const ProcessListOptions& options) const {
+  return core_->list(options);
+}
+
+}  // namespace stockade
