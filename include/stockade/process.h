@@ -330,6 +330,7 @@ class Session {
 
  private:
   friend class ProcessService;
+  friend class process::ServiceCore;
   Session(std::shared_ptr<process::ServiceCore> core, std::string id) : core_(std::move(core)), id_(std::move(id)) {}
   std::shared_ptr<process::ServiceCore> core_;
   std::string id_;

@@ -58,6 +58,25 @@ void Record::ended(const Ending& e) {
   changed.notify_all();
 }
 
+void Record::finish(WaitResult result) {
+  {
+    std::lock_guard lock(mu);
+    if (result_) return;
+    dto_.state = ProcessState::kTerminal;
+    if (!dto_.startedAt) dto_.startedAt = std::chrono::system_clock::now();
+    dto_.exitedAt = std::chrono::system_clock::now();
+    if (auto* e = std::get_if<Exited>(&result)) dto_.exitCode = e->exitCode;
+    if (auto* s = std::get_if<Signaled>(&result)) dto_.signal = s->signal;
+    if (auto* f = std::get_if<Failed>(&result)) dto_.reasonDetail = f->detail;
+    if (auto* l = std::get_if<Lost>(&result)) dto_.reasonDetail = l->detail;
+    dto_.reason = reasonOf(result);
+    result_ = std::move(result);
+    if (dto_.keepLogs == KeepLogs::kNone) ring.clear();
+    supervised_.reset();
+  }
+  changed.notify_all();
+}
+
 void Record::failed(const std::string& detail) {
   {
     std::lock_guard lock(mu);
@@ -131,6 +150,22 @@ std::vector<std::shared_ptr<Record>> Registry::all() const {
   out.reserve(records_.size());
   for (const auto& [id, r] : records_) out.push_back(r);
   return out;
+}
+
+void Registry::addSession(const std::string& id, std::shared_ptr<SessionState> session) {
+  std::lock_guard lock(mu_);
+  sessions_[id] = std::move(session);
+}
+
+std::shared_ptr<SessionState> Registry::findSession(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+void Registry::removeSession(const std::string& id) {
+  std::lock_guard lock(mu_);
+  sessions_.erase(id);
 }
 
 bool Registry::remove(const std::string& id) {

@@ -21,6 +21,8 @@
 
 namespace stockade::process {
 
+class SessionState;
+
 class Record {
  public:
   // `listed`: shown by the process service's list(); the library's run()
@@ -32,6 +34,8 @@ class Record {
   void running(pid_t pid, std::shared_ptr<Supervised> supervised);
   void output(LogChannel channel, std::string_view bytes);
   void ended(const Ending& ending);
+  // Terminal with `result` (a session command, which has no sandbox of its own).
+  void finish(WaitResult result);
   // Could not start; terminal with reason failed.
   void failed(const std::string& detail);
   // dispose(): a process still running when its supervision ends is lost.
@@ -65,6 +69,10 @@ class Registry {
   std::shared_ptr<Record> find(const std::string& id) const;
   std::vector<std::shared_ptr<Record>> all() const;
   bool remove(const std::string& id);
+  // Sessions by session id (the id of their shell's record).
+  void addSession(const std::string& id, std::shared_ptr<SessionState> session);
+  std::shared_ptr<SessionState> findSession(const std::string& id) const;
+  void removeSession(const std::string& id);
   // No record is added from now on; returns every record held.
   std::vector<std::shared_ptr<Record>> close();
   bool closed() const;
@@ -73,6 +81,7 @@ class Registry {
   mutable std::mutex mu_;
   bool closed_ = false;
   std::map<std::string, std::shared_ptr<Record>> records_;
+  std::map<std::string, std::shared_ptr<SessionState>> sessions_;
 };
 
 }  // namespace stockade::process

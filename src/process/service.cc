@@ -8,6 +8,7 @@
 
 #include "src/child_env.h"
 #include "src/process/log_ring.h"
+#include "src/process/session.h"
 #include "stockade/error.h"
 
 extern char** environ;
@@ -230,7 +231,6 @@ ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, c
   if (auto e = stale()) return *e;
   ProcessDto dto;
   dto.id = newId("proc");
-  dto.sandboxId = sandbox_->sandboxId();
   dto.name = o.name;
   dto.kind = kind;
   dto.cwd = o.cwd.value_or(sandbox_->defaultCwd());
@@ -239,32 +239,53 @@ ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, c
   dto.keepLogs = o.keepLogs;
   dto.processKey = o.processKey;
   dto.login = o.login;
-  dto.createdAt = std::chrono::system_clock::now();
-  std::vector<std::string> argv;
   if (command.cmd) {
     auto shell = resolveShell(o.shell);
     if (auto* e = std::get_if<ProcessError>(&shell)) return *e;
     const std::string& path = std::get<std::string>(shell);
-    argv = {path};
+    std::vector<std::string> argv = {path};
     if (o.login) argv.push_back("-l");
     argv.push_back("-c");
     argv.push_back(*command.cmd);
+    dto.argv = std::move(argv);
     dto.shellCommand = command.cmd;
     dto.shell = o.shell.value_or(path.substr(path.rfind('/') + 1));
     dto.resolvedShell = path;
   } else {
-    argv = *command.argv;
+    dto.argv = *command.argv;
   }
-  dto.argv = argv;
-
-  auto record = std::make_shared<Record>(dto, sandbox_->logBytesPerProcess(), sandbox_->logBudget());
-  if (!sandbox_->registry().add(record, dto.id)) return *stale();
   const std::string id = dto.id;
+  if (auto e = launch(makeRecord(std::move(dto)), o.env, {})) return *e;
+  return ProcessHandle(shared_from_this(), id);
+}
+
+std::shared_ptr<Record> ServiceCore::makeRecord(ProcessDto dto) const {
+  dto.sandboxId = sandbox_->sandboxId();
+  dto.createdAt = std::chrono::system_clock::now();
+  return std::make_shared<Record>(std::move(dto), sandbox_->logBytesPerProcess(), sandbox_->logBudget());
+}
+
+ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const std::map<std::string, std::string>& env,
+                                  Hooks hooks) {
+  const ProcessDto dto = record->snapshot();
+  const std::string id = dto.id;
+  const std::vector<std::string> argv = *dto.argv;
+  const std::string cwd = dto.cwd;
+  const StdinMode stdinMode = dto.stdin;
+  const auto timeout = dto.executionTimeout;
+  const KeepLogs keep = dto.keepLogs;
+  nlohmann::json auditFields = nlohmann::json::object();
+  if (dto.name) auditFields["name"] = *dto.name;
+  if (dto.processKey) auditFields["processKey"] = *dto.processKey;
+  auditFields["kind"] = std::string(processKindName(dto.kind));
+  const std::string correlation = dto.processKey.value_or(id);
+
+  if (!sandbox_->registry().add(record, id)) return *stale();
   auto forget = [&] { sandbox_->registry().remove(id); };
 
   std::optional<Admission> admission;
   try {
-    admission.emplace(sandbox_->admit({.id = id, .correlationId = o.processKey.value_or(id), .spare = true}));
+    admission.emplace(sandbox_->admit({.id = id, .correlationId = correlation, .spare = true}));
   } catch (const SandboxError& e) {
     forget();
     if (e.code() == ErrorCode::kNotInitialized) return ProcessError{ProcessErrorCode::kStaleEpoch, e.what()};
@@ -276,18 +297,23 @@ ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, c
   Admission& admitted = *admission;
   const std::optional<std::uint16_t> proxyPort =
       admitted.network ? std::optional<std::uint16_t>(kSandboxProxyPort) : std::nullopt;
-  platform::ProgramRequest program{argv, dto.cwd, childEnvironment(admitted.rules, environ, o.env, proxyPort)};
+  platform::ProgramRequest program{argv, cwd, childEnvironment(admitted.rules, environ, env, proxyPort)};
 
   Watch watch;
-  watch.timeout = o.executionTimeout;
-  std::weak_ptr<Record> weak = record;
-  watch.onOutput = [weak](LogChannel channel, std::string_view bytes) {
-    if (auto r = weak.lock()) r->output(channel, bytes);
-  };
+  watch.timeout = timeout;
+  if (hooks.onOutput) {
+    watch.onOutput = std::move(hooks.onOutput);
+  } else {
+    std::weak_ptr<Record> weak = record;
+    watch.onOutput = [weak](LogChannel channel, std::string_view bytes) {
+      if (auto r = weak.lock()) r->output(channel, bytes);
+    };
+  }
   EventLoop& loop = sandbox_->loop();
-  watch.onEnd = [record, afterExit = admitted.afterExit, &loop, keep = o.keepLogs](const Ending& e) {
+  watch.onEnd = [record, afterExit = admitted.afterExit, &loop, keep, onEnd = std::move(hooks.onEnd)](const Ending& e) {
     if (afterExit) afterExit();
-    record->ended(e);
+    if (onEnd) onEnd(e);
+    else record->ended(e);
     if (keep == KeepLogs::kOnExitTtl) {
       std::weak_ptr<Record> later = record;
       loop.after(kOnExitTtl, [later] {
@@ -298,17 +324,13 @@ ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, c
       });
     }
   };
-  nlohmann::json auditFields = nlohmann::json::object();
-  if (o.name) auditFields["name"] = *o.name;
-  if (o.processKey) auditFields["processKey"] = *o.processKey;
-  auditFields["kind"] = std::string(processKindName(kind));
   auto launched = [&] {
     try {
       return sandbox_->launcher().launch(LaunchRequest{.rules = admitted.rules,
                                                        .fingerprint = admitted.fingerprint,
                                                        .program = std::move(program),
                                                        .output = Output::kSupervisor,
-                                                       .stdin = o.stdin,
+                                                       .stdin = stdinMode,
                                                        .spare = std::move(admitted.spare),
                                                        .sandboxId = sandbox_->sandboxId(),
                                                        .id = id,
@@ -327,7 +349,7 @@ ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, c
   }
   auto& child = std::get<Launched>(launched);
   record->running(child.pid, child.supervised);
-  return ProcessHandle(shared_from_this(), id);
+  return std::nullopt;
 }
 
 RunResult ServiceCore::collect(const Record& record, WaitResult result) {
@@ -422,7 +444,17 @@ ProcessStatus ServiceCore::kill(const std::string& id, const KillOptions& o) con
     throw std::invalid_argument("escalateAfter " + std::to_string(o.escalateAfter->count()) + " ms is negative");
   auto found = find(id);
   if (auto* e = std::get_if<ProcessError>(&found)) return *e;
-  auto supervised = std::get<std::shared_ptr<Record>>(found)->supervised();
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  const ProcessDto dto = record->snapshot();
+  if (dto.sessionId && dto.kind != ProcessKind::kSession) {
+    // A command of a session: the signal ends the command, not the shell
+    // (SessionState::stop); KILL, or a command still running 5 s later, ends the session.
+    if (record->terminal()) return std::nullopt;
+    if (auto session = sandbox_->registry().findSession(*dto.sessionId))
+      session->stop(id, signalNumber(o.signal), /*graceEndsSession=*/true);
+    return std::nullopt;
+  }
+  auto supervised = record->supervised();
   if (!supervised) return std::nullopt;  // it has ended: nothing left to signal
   std::optional<Escalation> escalation;
   if (o.signal != ProcessSignal::kKill)
@@ -449,7 +481,16 @@ ProcessStatus ServiceCore::remove(const std::string& id) const {
   auto found = find(id);
   if (auto* e = std::get_if<ProcessError>(&found)) return *e;
   const auto& record = std::get<std::shared_ptr<Record>>(found);
-  if (!record->terminal()) {
+  const ProcessDto dto = record->snapshot();
+  if (dto.kind == ProcessKind::kSession) return sessionRemove(id);
+  if (!record->terminal() && dto.sessionId) {
+    if (auto session = sandbox_->registry().findSession(*dto.sessionId))
+      session->stop(id, SIGTERM, /*graceEndsSession=*/false);
+    if (!record->wait(kSessionGrace))
+      return ProcessError{ProcessErrorCode::kUnsupported,
+                          "session command " + id + " did not stop within 5 s of TERM; delete its session " +
+                              *dto.sessionId + " instead"};
+  } else if (!record->terminal()) {
     if (auto supervised = record->supervised())
       supervised->kill(SIGTERM, Escalation{kDefaultEscalation, SIGKILL});
     (void)record->wait(std::nullopt);  // KILL after 5 s: the sandbox dies with its init
@@ -457,6 +498,108 @@ ProcessStatus ServiceCore::remove(const std::string& id) const {
   sandbox_->registry().remove(id);
   std::lock_guard lock(record->mu);
   record->ring.clear();
+  return std::nullopt;
+}
+
+ProcessResult<Session> ServiceCore::createSession(const CreateSessionOptions& o) {
+  ProcessStartOptions check;
+  check.cwd = o.cwd;
+  check.env = o.env;
+  validateStart(ProcessCommand::shell("true"), check);
+  if (auto e = stale()) return *e;
+  auto shell = resolveShell(o.shell);
+  if (auto* e = std::get_if<ProcessError>(&shell)) return *e;
+  const std::string& path = std::get<std::string>(shell);
+  ProcessDto dto;
+  dto.id = newId("sess");
+  dto.sessionId = dto.id;
+  dto.name = o.name;
+  dto.kind = ProcessKind::kSession;
+  dto.cwd = o.cwd.value_or(sandbox_->defaultCwd());
+  dto.stdin = StdinMode::kOpen;  // the session's script: only the supervisor writes it
+  dto.login = o.login;
+  dto.shell = o.shell.value_or(path.substr(path.rfind('/') + 1));
+  dto.resolvedShell = path;
+  std::vector<std::string> argv = {path};
+  if (o.login) argv.push_back("-l");
+  argv.push_back("-s");
+  dto.argv = std::move(argv);
+  const std::string id = dto.id;
+  auto record = makeRecord(std::move(dto));
+  auto session = std::make_shared<SessionState>(record, sandbox_->loop(), record->snapshot().cwd,
+                                                findProgram("cat").value_or("cat"));
+  std::weak_ptr<SessionState> weak = session;
+  Hooks hooks;
+  hooks.onOutput = [weak](LogChannel channel, std::string_view bytes) {
+    if (auto s = weak.lock()) s->onOutput(channel, bytes);
+  };
+  hooks.onEnd = [session](const Ending& e) { session->onShellEnd(e); };
+  sandbox_->registry().addSession(id, session);
+  if (auto e = launch(record, o.env, std::move(hooks))) {
+    sandbox_->registry().removeSession(id);
+    return *e;
+  }
+  session->attach(record->supervised());
+  return Session(shared_from_this(), id);
+}
+
+ProcessResult<ProcessDto> ServiceCore::sessionGet(const std::string& sessionId) const {
+  if (auto e = stale()) return *e;
+  auto session = sandbox_->registry().findSession(sessionId);
+  if (!session) return ProcessError{ProcessErrorCode::kNotFound, "session " + sessionId + " is not known to this sandbox"};
+  ProcessDto dto = session->shell()->snapshot();
+  dto.cwd = session->cwd();
+  return dto;
+}
+
+ProcessResult<ProcessHandle> ServiceCore::sessionStart(const std::string& sessionId, const std::string& command,
+                                                       const SessionRunOptions& o) {
+  if (command.find_first_not_of(" \t\n") == std::string::npos)
+    throw std::invalid_argument("command is empty; pass a shell command");
+  if (command.find('\0') != std::string::npos) throw std::invalid_argument("command contains NUL");
+  if (o.executionTimeout && o.executionTimeout->count() <= 0)
+    throw std::invalid_argument("executionTimeout " + std::to_string(o.executionTimeout->count()) +
+                                " ms is not positive; omit it for no deadline");
+  if (auto e = stale()) return *e;
+  auto session = sandbox_->registry().findSession(sessionId);
+  if (!session) return ProcessError{ProcessErrorCode::kNotFound, "session " + sessionId + " is not known to this sandbox"};
+  if (o.stdin == StdinMode::kOpen)
+    return ProcessError{ProcessErrorCode::kUnsupported,
+                        "a session command reads no stdin (the session's shell reads its script there); start a "
+                        "process with stdin open instead"};
+  const ProcessDto shell = session->shell()->snapshot();
+  ProcessDto dto;
+  dto.id = newId("proc");
+  dto.sessionId = sessionId;
+  dto.name = o.name;
+  dto.kind = ProcessKind::kExec;
+  dto.shellCommand = command;
+  dto.shell = shell.shell;
+  dto.resolvedShell = shell.resolvedShell;
+  dto.cwd = session->cwd();
+  dto.executionTimeout = o.executionTimeout;
+  dto.keepLogs = o.keepLogs;
+  const std::string id = dto.id;
+  auto record = makeRecord(std::move(dto));
+  if (!sandbox_->registry().add(record, id)) return *stale();
+  if (!session->enqueue(record, command, o.executionTimeout)) {
+    sandbox_->registry().remove(id);
+    return ProcessError{ProcessErrorCode::kUnavailable, "session " + sessionId + " has ended; create a new one"};
+  }
+  return ProcessHandle(shared_from_this(), id);
+}
+
+ProcessStatus ServiceCore::sessionRemove(const std::string& sessionId) const {
+  if (auto e = stale()) return *e;
+  auto session = sandbox_->registry().findSession(sessionId);
+  if (!session) return ProcessError{ProcessErrorCode::kNotFound, "session " + sessionId + " is not known to this sandbox"};
+  session->end();
+  (void)session->shell()->wait(std::nullopt);
+  for (const auto& record : sandbox_->registry().all()) {
+    const ProcessDto d = record->snapshot();
+    if (d.sessionId == sessionId) sandbox_->registry().remove(d.id);
+  }
+  sandbox_->registry().removeSession(sessionId);
   return std::nullopt;
 }
 
@@ -498,5 +641,35 @@ ProcessResult<ProcessDto> ProcessService::get(const std::string& id) const { ret
 ProcessResult<std::vector<ProcessDto>> ProcessService::list(const ProcessListOptions& options) const {
   return core_->list(options);
 }
+
+}  // namespace stockade
+
+namespace stockade {
+
+ProcessResult<Session> ProcessService::createSession(const CreateSessionOptions& options) const {
+  return core_->createSession(options);
+}
+Session ProcessService::connectSession(std::string id) const { return Session(core_, std::move(id)); }
+
+ProcessResult<ProcessDto> Session::get() const { return core_->sessionGet(id_); }
+ProcessResult<ProcessHandle> Session::start(const std::string& command, const SessionRunOptions& options) const {
+  return core_->sessionStart(id_, command, options);
+}
+ProcessResult<RunResult> Session::run(const std::string& command, const SessionRunOptions& options,
+                                      std::optional<std::chrono::milliseconds> timeout) const {
+  if (timeout && timeout->count() < 0)
+    throw std::invalid_argument("timeout " + std::to_string(timeout->count()) + " ms is negative");
+  auto started = core_->sessionStart(id_, command, options);
+  if (auto* e = std::get_if<ProcessError>(&started)) return *e;
+  auto found = core_->find(std::get<ProcessHandle>(started).id());
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<process::Record>>(found);
+  auto result = record->wait(timeout);
+  if (!result)
+    return ProcessError{ProcessErrorCode::kTimeout, "session command " + std::get<ProcessHandle>(started).id() +
+                                                        " still runs after " + std::to_string(timeout->count()) + " ms"};
+  return ServiceCore::collect(*record, std::move(*result));
+}
+ProcessStatus Session::remove() const { return core_->sessionRemove(id_); }
 
 }  // namespace stockade

@@ -22,13 +22,6 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
   explicit ServiceCore(std::shared_ptr<SandboxContext> sandbox) : sandbox_(std::move(sandbox)) {}
 
-  // What start() launches, after validation.
-  struct Launch {
-    ProcessDto dto;                       // kind, argv, shell, cwd, ... filled in
-    std::vector<std::string> argv;        // the program run
-    std::map<std::string, std::string> env;
-  };
-
   ProcessResult<ProcessHandle> start(const ProcessCommand& command, const ProcessStartOptions& options,
                                      ProcessKind kind = ProcessKind::kExec);
   ProcessResult<RunResult> run(const ProcessCommand& command, const ProcessRunOptions& options);
@@ -42,10 +35,29 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   ProcessStatus stdin(const std::string& id, std::string_view data, bool eof) const;
   ProcessStatus remove(const std::string& id) const;
 
+  ProcessResult<Session> createSession(const CreateSessionOptions& options);
+  ProcessResult<ProcessDto> sessionGet(const std::string& sessionId) const;
+  ProcessResult<ProcessHandle> sessionStart(const std::string& sessionId, const std::string& command,
+                                            const SessionRunOptions& options);
+  ProcessStatus sessionRemove(const std::string& sessionId) const;
+
   // The record, or not_found / stale_epoch.
   ProcessResult<std::shared_ptr<Record>> find(const std::string& id) const;
   std::optional<ProcessError> stale() const;
   const std::string& sandboxId() const noexcept;
+
+  // How a launched record's output and end are handled; the defaults feed
+  // the record itself.
+  struct Hooks {
+    std::function<void(LogChannel, std::string_view)> onOutput;
+    std::function<void(const Ending&)> onEnd;
+  };
+  // A record for `dto` (id, argv, cwd, ... filled in) in this sandbox.
+  std::shared_ptr<Record> makeRecord(ProcessDto dto) const;
+  // Registers `record`, admits, launches its argv, and marks it running.
+  // SandboxError for drift or a failed spawn.
+  ProcessStatus launch(const std::shared_ptr<Record>& record, const std::map<std::string, std::string>& env,
+                       Hooks hooks);
 
   // Every frame of `record` from the oldest held, split into a RunResult.
   static RunResult collect(const Record& record, WaitResult result);

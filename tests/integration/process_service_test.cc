@@ -3,7 +3,6 @@
 // metrics, and the complaints users file against the hosted services
 // (children left behind by kill, output lost on reconnect, a stream reporting
 // completion while the process runs, stdout and stderr merged).
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,121 +13,16 @@
 #include <thread>
 
 #include "src/process/log_ring.h"
-#include "stockade/stockade.h"
-#include "tests/support/manager_fixture.h"
-#include "tests/support/temp_dir.h"
+#include "tests/support/process_fixture.h"
 
 namespace stockade {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::TempDir;
-
-template <typename T>
-const T& ok(const ProcessResult<T>& r) {
-  if (auto* e = std::get_if<ProcessError>(&r)) {
-    ADD_FAILURE() << "ProcessError " << e->codeName() << ": " << e->message;
-    throw std::runtime_error(e->message);
-  }
-  return std::get<T>(r);
-}
-
-template <typename T>
-T take(ProcessResult<T>&& r) {
-  (void)ok(r);
-  return std::get<T>(std::move(r));
-}
-
-template <typename T>
-ProcessErrorCode errorOf(const ProcessResult<T>& r) {
-  if (!std::holds_alternative<ProcessError>(r)) {
-    ADD_FAILURE() << "expected a ProcessError";
-    return ProcessErrorCode::kUnavailable;
-  }
-  return std::get<ProcessError>(r).code;
-}
-
-// Host pids of every process in the pid namespace `nsLink` ("pid:[4026...]").
-std::vector<int> processesInNamespace(const std::string& nsLink) {
-  std::vector<int> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    auto link = std::filesystem::read_symlink(entry.path() / "ns/pid", ec);
-    if (!ec && link.string() == nsLink) out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
-std::size_t countEntries(const std::string& dir) {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
-  return n;
-}
-
-// Processes whose parent is this test process (zombies included).
-std::size_t childrenOfThisProcess() {
-  std::size_t n = 0;
-  const std::string self = std::to_string(::getpid());
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream status(entry.path() / "status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("PPid:", 0) == 0) {
-        if (line.substr(line.find_first_not_of(" \t", 5)) == self) ++n;
-        break;
-      }
-  }
-  return n;
-}
-
-long rssKiB() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-
-class ProcessServiceTest : public testing::ManagerFixture {
- protected:
-  void SetUp() override {
-    ManagerFixture::SetUp();
-    SandboxManager::instance().setProcessLogLimits(1 << 20, 64u << 20);
-    handle_.emplace(SandboxManager::instance().createSandbox(policy()));
-  }
-  SandboxPolicy policy() {
-    return SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[")" + work_ +
-                                   R"("],"denyWrite":[]},"network":{"allowedDomains":[]},"env":{"allow":["PATH"]}})");
-  }
-  ProcessService service() { return handle_->processes(); }
-  ProcessStartOptions inWork() {
-    ProcessStartOptions o;
-    o.cwd = work_;
-    return o;
-  }
-  ProcessHandle startSh(const std::string& script, ProcessStartOptions o) {
-    if (!o.cwd) o.cwd = work_;
-    return ok(service().start(ProcessCommand::shell(script), o));
-  }
-  ProcessHandle startSh(const std::string& script) { return startSh(script, inWork()); }
-  // Every retained byte of one channel, paging with `limit`.
-  static std::string channelText(const ProcessHandle& h, LogChannel channel) {
-    std::string out;
-    std::optional<std::string> cursor;
-    for (;;) {
-      auto page = ok(h.logs({.cursor = cursor, .limit = 1000}));
-      for (const auto& f : page.items)
-        if (f.channel == channel) out += f.data;
-      if (!page.hasMore) return out;
-      cursor = page.nextCursor;
-    }
-  }
-
-  TempDir t_;
-  std::string work_ = t_.dir("work");
-  std::string outside_ = t_.dir("outside");
-  std::optional<SandboxHandle> handle_;
-};
+using testing::errorOf;
+using testing::ProcessServiceTest;
+using testing::ok;
+using testing::take;
 
 TEST_F(ProcessServiceTest, StartReturnsARunningHandleAndWaitGivesTheExitCode) {
   auto h = startSh("echo hello; exit 3");
@@ -198,10 +92,10 @@ TEST_F(ProcessServiceTest, NonUtf8OutputComesAsBase64AndIsNeverCorrupted) {
 }
 
 TEST_F(ProcessServiceTest, HundredMegabytesThroughAOneMebibyteRingTruncateTheHeadAndKeepMemoryBounded) {
-  const long before = rssKiB();
+  const long before = testing::rssKiB();
   auto h = startSh("head -c 100000000 /dev/zero; echo; echo TAIL-MARKER");
   ASSERT_TRUE(std::holds_alternative<Exited>(ok(h.wait())));
-  const long after = rssKiB();
+  const long after = testing::rssKiB();
   auto dto = ok(h.get());
   EXPECT_EQ(dto.metrics.stdoutBytes, 100000000u + 1 + 12);
   EXPECT_TRUE(dto.truncatedHead);
@@ -314,13 +208,13 @@ TEST_F(ProcessServiceTest, KillEscalatesAndLeavesNothingOfATermTrappingTreeWithA
   ASSERT_TRUE(pid.has_value());
   const std::string ns = std::filesystem::read_symlink("/proc/" + std::to_string(*pid) + "/ns/pid").string();
   std::this_thread::sleep_for(100ms);  // the background sleeps exec
-  ASSERT_GE(processesInNamespace(ns).size(), 5u) << "init, the shell and three sleeps run in the sandbox";
+  ASSERT_GE(testing::processesInNamespace(ns).size(), 5u) << "init, the shell and three sleeps run in the sandbox";
   ASSERT_FALSE(h.kill({.signal = ProcessSignal::kTerm, .escalateAfter = 300ms}));
   EXPECT_EQ(errorOf(h.wait(150ms)), ProcessErrorCode::kTimeout) << "TERM is trapped: it still runs";
   auto result = ok(h.wait(30s));
   ASSERT_TRUE(std::holds_alternative<Signaled>(result));
   EXPECT_EQ(std::get<Signaled>(result).signal, "SIGKILL");
-  EXPECT_TRUE(processesInNamespace(ns).empty()) << "a process of the sandbox survived the kill";
+  EXPECT_TRUE(testing::processesInNamespace(ns).empty()) << "a process of the sandbox survived the kill";
 }
 
 TEST_F(ProcessServiceTest, KillSignalsEveryProcessOfTheSandboxNotOnlyTheLeader) {
@@ -334,7 +228,7 @@ TEST_F(ProcessServiceTest, KillSignalsEveryProcessOfTheSandboxNotOnlyTheLeader) 
   auto result = ok(h.wait(30s));
   ASSERT_TRUE(std::holds_alternative<Signaled>(result)) << "ended by TERM, long before the escalation";
   EXPECT_EQ(std::get<Signaled>(result).signal, "SIGTERM");
-  EXPECT_TRUE(processesInNamespace(ns).empty());
+  EXPECT_TRUE(testing::processesInNamespace(ns).empty());
   EXPECT_EQ(channelText(h, LogChannel::kStdout), "ready\n");
 }
 
@@ -469,11 +363,11 @@ TEST_F(ProcessServiceTest, TwoHundredConcurrentProcessesLeakNoFdThreadOrZombie) 
   (void)ok(warm.wait());
   ASSERT_FALSE(warm.remove());
   std::this_thread::sleep_for(200ms);
-  const std::size_t fds = countEntries("/proc/self/fd"), threads = countEntries("/proc/self/task"),
-                    children = childrenOfThisProcess();
+  const std::size_t fds = testing::countEntries("/proc/self/fd"), threads = testing::countEntries("/proc/self/task"),
+                    children = testing::childrenOfThisProcess();
   std::vector<ProcessHandle> handles;
   for (int i = 0; i < 200; ++i) handles.push_back(startSh("echo $$; sleep 0.3"));
-  EXPECT_EQ(countEntries("/proc/self/task"), threads) << "a thread per child";
+  EXPECT_EQ(testing::countEntries("/proc/self/task"), threads) << "a thread per child";
   for (auto& h : handles) EXPECT_TRUE(std::holds_alternative<Exited>(ok(h.wait(60s))));
   for (auto& h : handles) {
     EXPECT_EQ(channelText(h, LogChannel::kStdout), "2\n");
@@ -482,9 +376,9 @@ TEST_F(ProcessServiceTest, TwoHundredConcurrentProcessesLeakNoFdThreadOrZombie) 
   std::this_thread::sleep_for(200ms);  // the spare built after the last child
   // The spare built after the last child may be missing at the first count
   // and present now: its dozen descriptors, not 200 processes' worth.
-  EXPECT_LE(countEntries("/proc/self/fd"), fds + 16) << "descriptors of ended processes were kept";
-  EXPECT_EQ(countEntries("/proc/self/task"), threads);
-  EXPECT_LE(childrenOfThisProcess(), children + 1) << "the spare at most; no zombie";
+  EXPECT_LE(testing::countEntries("/proc/self/fd"), fds + 16) << "descriptors of ended processes were kept";
+  EXPECT_EQ(testing::countEntries("/proc/self/task"), threads);
+  EXPECT_LE(testing::childrenOfThisProcess(), children + 1) << "the spare at most; no zombie";
   EXPECT_TRUE(ok(service().list()).empty());
 }
 
