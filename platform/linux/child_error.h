@@ -23,6 +23,7 @@ enum class SetupStep : std::int32_t {
   kLoopback,
   kProxyListeners,
   kMounts,
+  kTerminal,  // Stdio::kTerminal: the PTY, made in the sandbox's own devpts
   kLimits,
   kCapabilities,
   kNoNewPrivs,

@@ -3,8 +3,10 @@
 // without the rest of the platform library.
 #include "platform/linux/seccomp.h"
 
+#include <linux/kd.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <linux/vt.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -97,6 +99,30 @@ constexpr Denial kDenials[] = {
     {"name_to_handle_at", Match::kAlways, 0, 0, EPERM, "produces handles for open_by_handle_at", false},
     {"ioctl", Match::kArg1Low32Equals, TIOCSTI, 0, EPERM, "TIOCSTI injects input into the controlling terminal", false},
     {"ioctl", Match::kArg1Low32Equals, TIOCLINUX, 0, EPERM, "TIOCLINUX can inject input on virtual consoles", false},
+    // Terminal state that outlives the sandbox (`stockade run -T` hands the
+    // operator's terminal to the child; a PTY of the sandbox's own is harmless
+    // to change, but nothing a program needs uses these).
+    {"ioctl", Match::kArg1Low32Equals, TIOCSETD, 0, EPERM, "changes the line discipline: the terminal stays dead after the sandbox", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCCONS, 0, EPERM, "redirects the system console to this terminal", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCVHANGUP, 0, EPERM, "hangs the terminal up for every process that has it open", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCEXCL, 0, EPERM, "makes the terminal exclusive: nobody can open it after the sandbox", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCSSERIAL, 0, EPERM, "reconfigures the serial line behind the terminal", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCMSET, 0, EPERM, "sets the modem lines (DTR drop hangs the line up)", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCMBIS, 0, EPERM, "sets the modem lines (DTR drop hangs the line up)", false},
+    {"ioctl", Match::kArg1Low32Equals, TIOCMBIC, 0, EPERM, "clears the modem lines (DTR drop hangs the line up)", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSETMODE, 0, EPERM, "virtual console graphics mode outlives the sandbox", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSKBMODE, 0, EPERM, "virtual console keyboard mode (raw: a dead keyboard) outlives the sandbox", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSKBMETA, 0, EPERM, "virtual console keyboard mode outlives the sandbox", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSKBENT, 0, EPERM, "rewrites the console keymap for every user", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSKBSENT, 0, EPERM, "rewrites console function-key strings (typed later as input)", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSKBDIACR, 0, EPERM, "rewrites the console accent table for every user", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSETKEYCODE, 0, EPERM, "rewrites the console keycode table for every user", false},
+    {"ioctl", Match::kArg1Low32Equals, KDSIGACCEPT, 0, EPERM, "takes the console's keyboard signals", false},
+    {"ioctl", Match::kArg1Low32Equals, VT_ACTIVATE, 0, EPERM, "switches the active virtual console", false},
+    {"ioctl", Match::kArg1Low32Equals, VT_SETMODE, 0, EPERM, "takes control of virtual console switching", false},
+    {"ioctl", Match::kArg1Low32Equals, VT_RELDISP, 0, EPERM, "takes part in virtual console switching", false},
+    {"ioctl", Match::kArg1Low32Equals, VT_DISALLOCATE, 0, EPERM, "frees virtual consoles", false},
+    {"ioctl", Match::kArg1Low32Equals, VT_RESIZE, 0, EPERM, "resizes every virtual console", false},
     {"socket", Match::kArg0Low32Equals, AF_PACKET, 0, EPERM, "raw link-layer access", false},
     {"socket", Match::kArg0Low32Equals, AF_VSOCK, 0, EPERM, "host/guest sockets escape the network namespace", false},
     {"socket", Match::kArg0Low32EqualsArg2Not, AF_NETLINK, NETLINK_ROUTE, EPERM, "netlink families other than ROUTE are kernel attack surface", false},

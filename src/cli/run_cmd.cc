@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
 #include "src/audit/file_sink.h"
 #include "src/audit/log.h"
@@ -39,7 +40,7 @@ constexpr int kExitNotFound = 127;
 
 constexpr const char* kRunUsage = R"(usage: stockade run [--policy FILE] [--cwd DIR] [--env NAME=VALUE]...
                     [--timeout-ms N] [--resolve HOST=ADDR]... [--audit FILE]
-                    [--audit-max-events N]
+                    [--audit-max-events N] [-t|-T]
                     -- PROGRAM [ARG...]
 
 Runs PROGRAM under the policy (default: the bundled default policy) with
@@ -54,6 +55,14 @@ namespaces, read-only mounts and masks, Landlock and seccomp.
   --audit FILE        append one JSON line per enforcement event; FILE must
                       lie outside every writable path of the policy, and is
                       never followed through a symlink
+  -t, --tty           give the program a fresh pseudo-terminal, relayed to
+                      this one (the default when stdin and stdout are
+                      terminals): raw mode here, restored at the end; window
+                      size changes are passed on
+  -T, --no-tty        no pseudo-terminal: the program gets stdin, stdout and
+                      stderr as they are; a terminal among them has its
+                      attributes restored at the end, and the terminal
+                      ioctls whose effect outlives the program are refused
   --audit-max-events N  write at most N events for this run (default 10000,
                       0: no cap); repeats of one decision are counted, and
                       the events dropped past the cap are counted at the end
@@ -74,6 +83,7 @@ struct RunOptions {
   std::map<std::string, std::string> resolve;
   std::optional<std::string> auditFile;
   std::size_t auditMaxEvents = audit::Limits{}.maxEventsPerSandbox;
+  enum class Terminal { kAuto, kPty, kNone } terminal = Terminal::kAuto;
   std::vector<std::string> argv;
 };
 
@@ -110,6 +120,9 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
     if (auto problem = process::resolveProblem(host, addr)) throw Failure{"--resolve " + *problem};
     o.resolve[host] = addr;
   }
+  if (args.has("tty") && args.has("no-tty")) throw Failure{"-t and -T contradict each other; pass one"};
+  if (args.has("tty")) o.terminal = RunOptions::Terminal::kPty;
+  if (args.has("no-tty")) o.terminal = RunOptions::Terminal::kNone;
   o.auditFile = args.value("audit");
   if (auto n = args.value("audit-max-events")) {
     std::size_t count = 0;
@@ -141,6 +154,13 @@ void attachAuditFile(audit::Log& log, const std::string& path, const DerivedRule
   log.setSink([file](const std::string& line) { file->write(line); });
 }
 
+// The caller's terminal size, for the PTY (80x24 when neither fd 0 nor 1 is a terminal).
+platform::WindowSize terminalSize() {
+  if (auto size = platform::windowSize(STDIN_FILENO)) return *size;
+  if (auto size = platform::windowSize(STDOUT_FILENO)) return *size;
+  return {};
+}
+
 int execFailureCode(const platform::SpawnError& e) {
   if (e.step != platform::SetupStep::kExec) return kExitStockadeFailed;
   if (e.error == ENOENT || e.error == ENOTDIR) return kExitNotFound;
@@ -166,7 +186,11 @@ int run(const RunOptions& o) {
   // arrive only through the signalfd.
   sigset_t handled;
   sigemptyset(&handled);
+  const bool pty = o.terminal == RunOptions::Terminal::kPty ||
+                   (o.terminal == RunOptions::Terminal::kAuto && platform::isTerminal(STDIN_FILENO) &&
+                    platform::isTerminal(STDOUT_FILENO));
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&handled, sig);
+  if (pty) sigaddset(&handled, SIGWINCH);  // passed on to the PTY
   if (::sigprocmask(SIG_BLOCK, &handled, nullptr) != 0)
     throw Failure{std::string("sigprocmask(SIG_BLOCK) failed: ") + std::strerror(errno)};
   platform::UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -191,7 +215,8 @@ int run(const RunOptions& o) {
                                  .timeout = o.timeout,
                                  .resolve = o.resolve,
                                  .sandboxId = sandboxId,
-                                 .signalFd = signals.get()},
+                                 .signalFd = signals.get(),
+                                 .pty = pty ? std::optional(terminalSize()) : std::nullopt},
       [](const process::ForegroundStarted& started) {
         for (const auto& d : started.enforcement.degradations)
           printErr("stockade: warning: weaker enforcement: " + d + "\n");
@@ -230,7 +255,9 @@ int runCommand(const std::vector<std::string>& args) {
                                  {"timeout-ms"},
                                  {"resolve", true, true},
                                  {"audit"},
-                                 {"audit-max-events"}});
+                                 {"audit-max-events"},
+                                 {"tty", false, false, 't'},
+                                 {"no-tty", false, false, 'T'}});
   if (auto* err = std::get_if<std::string>(&parsed)) {
     printErr("stockade run: " + *err + "\n");
     return kExitStockadeFailed;

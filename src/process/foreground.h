@@ -23,8 +23,14 @@ struct ForegroundRequest {
   std::map<std::string, std::string> resolve;  // checked with resolveProblem()
   std::string sandboxId;
   // Read (signalfd_siginfo records) when readable: the signal ends the
-  // sandbox (SIGKILL) and the outcome names it. -1: none.
+  // sandbox (SIGKILL) and the outcome names it -- except SIGWINCH, which
+  // resizes the PTY to the caller's terminal. -1: none.
   int signalFd = -1;
+  // Set: the child gets a fresh PTY of this size, relayed to the caller's
+  // fds 0 and 1 (a terminal on fd 0 is put in raw mode meanwhile and
+  // restored). Unset: the child gets fds 0-2 as they are, and whichever of
+  // them is a terminal has its attributes restored at the end.
+  std::optional<platform::WindowSize> pty;
 };
 
 struct ForegroundOutcome {

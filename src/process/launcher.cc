@@ -1,5 +1,6 @@
 #include "src/process/launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 
@@ -52,14 +53,19 @@ std::string signalName(int signal) {
 }
 
 platform::SandboxRequest Launcher::sandboxRequest(const DerivedRules& rules, Output output,
-                                                  platform::OnMissingLayer onMissingLayer, bool network) {
+                                                  platform::OnMissingLayer onMissingLayer, bool network,
+                                                  platform::WindowSize terminalSize) {
   std::optional<std::uint16_t> proxyPort;
   if (network) proxyPort = kSandboxProxyPort;
+  platform::Stdio stdio = platform::Stdio::kPipe;
+  if (output == Output::kInherit) stdio = platform::Stdio::kInherit;
+  if (output == Output::kPty) stdio = platform::Stdio::kTerminal;
   return platform::SandboxRequest{.rules = rules,
                                   .proxyPort = proxyPort,
                                   .newSession = true,
-                                  .stdio = output == Output::kInherit ? platform::Stdio::kInherit : platform::Stdio::kPipe,
-                                  .onMissingLayer = onMissingLayer};
+                                  .stdio = stdio,
+                                  .onMissingLayer = onMissingLayer,
+                                  .terminalSize = terminalSize};
 }
 
 std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, Watch watch) {
@@ -67,7 +73,9 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
   auto spawned = [&] {
     if (r.spare) return platform::launch(std::move(*r.spare), r.program);
     // The spawner thread: a child's parent-death signal is tied to the thread that created it.
-    return spawner_.call([&] { return platform::spawn(sandboxRequest(r.rules, r.output, r.onMissingLayer, network), r.program); });
+    return spawner_.call([&] {
+      return platform::spawn(sandboxRequest(r.rules, r.output, r.onMissingLayer, network, r.terminalSize), r.program);
+    });
   }();
   if (auto* err = std::get_if<platform::SpawnError>(&spawned)) {
     nlohmann::json event = identity(r);
@@ -106,6 +114,13 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
       if (r.stdin == StdinMode::kOpen) watch.stdinFd = std::move(child.stdinPipe);
       child.stdinPipe.reset();  // closed: the program reads EOF
       break;
+    case Output::kPty:
+      // Three descriptors of the master: drained (EIO once every slave is
+      // closed), written, and resized.
+      watch.stdinFd.reset(::fcntl(child.terminal.get(), F_DUPFD_CLOEXEC, 0));
+      out.terminal.reset(::fcntl(child.terminal.get(), F_DUPFD_CLOEXEC, 0));
+      watch.outputs.emplace_back(Channel::kPty, std::move(child.terminal));
+      break;
     case Output::kInherit:
       break;
   }
@@ -130,7 +145,7 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
     event["syscall"] = d.syscall;
     event["args"] = d.args;
     event["error"] = "EPERM";
-    audit.decision("denial", std::move(event), {"layer", "syscall", "error"});
+    audit.decision("denial", std::move(event), {"layer", "syscall", "args", "error"});
     if (next) next(d);
   };
   watch.onEnd = [&audit = audit_, ids = identity(r), listeners, next = std::move(watch.onEnd)](const Ending& e) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <variant>
 
+#include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
 #include "proxy/proxy.h"
 #include "src/audit/log.h"
@@ -31,6 +32,7 @@ enum class Output {
   kCaller,      // the pipes go back to the caller in Launched (the library's Run)
   kSupervisor,  // the supervisor drains stdout/stderr into Watch::onOutput
   kInherit,     // the caller's own fds 0-2 (Stdio::kInherit)
+  kPty,         // a fresh pseudo-terminal: its master drained as Channel::kPty, stdin written to it
 };
 
 struct LaunchRequest {
@@ -40,6 +42,7 @@ struct LaunchRequest {
   Output output = Output::kSupervisor;
   StdinMode stdin = StdinMode::kClosed;  // kSupervisor: kOpen keeps the pipe for writeStdin()
   platform::OnMissingLayer onMissingLayer = platform::OnMissingLayer::kRefuse;
+  platform::WindowSize terminalSize;  // Output::kPty
   std::optional<platform::PreparedSandbox> spare;  // built under `rules` (same Output); else a fresh spawn
   // Identity, in every audit event of the child: "sandboxId", and the id
   // under `idField` ("runId" for the library's run(), "processId" otherwise).
@@ -58,6 +61,7 @@ struct Launched {
   pid_t pid = -1;
   platform::EnforcementReport enforcement;
   platform::UniqueFd stdinPipe, stdoutPipe, stderrPipe;  // Output::kCaller only
+  platform::UniqueFd terminal;  // Output::kPty: the master, for setWindowSize()
 };
 
 class Launcher {
@@ -72,7 +76,8 @@ class Launcher {
   // The sandbox request for `rules` as launch() builds it (the spare is
   // prepared from the same).
   static platform::SandboxRequest sandboxRequest(const DerivedRules& rules, Output output,
-                                                 platform::OnMissingLayer onMissingLayer, bool network);
+                                                 platform::OnMissingLayer onMissingLayer, bool network,
+                                                 platform::WindowSize terminalSize = {});
 
  private:
   Supervisor& supervisor_;

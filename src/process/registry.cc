@@ -54,6 +54,7 @@ void Record::ended(const Ending& e) {
     if (auto* l = std::get_if<Lost>(&*result_)) dto_.reasonDetail = l->detail;
     if (dto_.keepLogs == KeepLogs::kNone) ring.clear();
     supervised_.reset();
+    ptyMaster_.reset();
   }
   changed.notify_all();
 }
@@ -119,6 +120,21 @@ std::optional<WaitResult> Record::wait(std::optional<std::chrono::milliseconds> 
 std::shared_ptr<Supervised> Record::supervised() const {
   std::lock_guard lock(mu);
   return supervised_;
+}
+
+void Record::setPtyMaster(platform::UniqueFd master) {
+  std::lock_guard lock(mu);
+  ptyMaster_ = std::make_shared<const platform::UniqueFd>(std::move(master));
+}
+
+std::shared_ptr<const platform::UniqueFd> Record::ptyMaster() const {
+  std::lock_guard lock(mu);
+  return ptyMaster_;
+}
+
+void Record::resized(TerminalSize size) {
+  std::lock_guard lock(mu);
+  dto_.terminal = size;
 }
 
 std::optional<WaitResult> Record::result() const {

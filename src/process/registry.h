@@ -47,6 +47,10 @@ class Record {
   // The result once terminal; nullopt after `timeout` or when `stop` was requested.
   std::optional<WaitResult> wait(std::optional<std::chrono::milliseconds> timeout, std::stop_token stop = {}) const;
   std::shared_ptr<Supervised> supervised() const;
+  // A PTY process's master (for the window size); null otherwise.
+  void setPtyMaster(platform::UniqueFd master);
+  std::shared_ptr<const platform::UniqueFd> ptyMaster() const;
+  void resized(TerminalSize size);
   std::optional<WaitResult> result() const;
   bool terminal() const;
 
@@ -58,6 +62,7 @@ class Record {
  private:
   ProcessDto dto_;  // under mu; the ring's fields are filled by snapshot()
   std::shared_ptr<Supervised> supervised_;
+  std::shared_ptr<const platform::UniqueFd> ptyMaster_;
   std::optional<WaitResult> result_;
   std::optional<std::string> lostDetail_;
 };

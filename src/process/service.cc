@@ -226,27 +226,36 @@ LogFrame ServiceCore::frameOf(const LogRing::Frame& frame, LogEncoding encoding)
 }
 
 ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, const ProcessStartOptions& o,
-                                                ProcessKind kind) {
-  validateStart(command, o);
+                                                ProcessKind kind, std::optional<TerminalSize> terminal) {
+  const bool interactive = kind == ProcessKind::kPty && !command.cmd && !command.argv;  // a shell of its own
+  validateStart(interactive ? ProcessCommand::shell("true") : command, o);
+  if (terminal && (terminal->cols == 0 || terminal->rows == 0))
+    throw std::invalid_argument("terminal " + std::to_string(terminal->cols) + "x" + std::to_string(terminal->rows) +
+                                ": columns and rows must be positive");
   if (auto e = stale()) return *e;
   ProcessDto dto;
   dto.id = newId("proc");
   dto.name = o.name;
   dto.kind = kind;
   dto.cwd = o.cwd.value_or(sandbox_->defaultCwd());
-  dto.stdin = o.stdin;
+  dto.stdin = kind == ProcessKind::kPty ? StdinMode::kOpen : o.stdin;  // a terminal's input is always open
+  dto.terminal = terminal;
   dto.executionTimeout = o.executionTimeout;
   dto.keepLogs = o.keepLogs;
   dto.processKey = o.processKey;
   dto.login = o.login;
-  if (command.cmd) {
+  if (command.cmd || kind == ProcessKind::kPty) {
     auto shell = resolveShell(o.shell);
     if (auto* e = std::get_if<ProcessError>(&shell)) return *e;
     const std::string& path = std::get<std::string>(shell);
     std::vector<std::string> argv = {path};
     if (o.login) argv.push_back("-l");
-    argv.push_back("-c");
-    argv.push_back(*command.cmd);
+    if (command.cmd) {
+      argv.push_back("-c");
+      argv.push_back(*command.cmd);
+    } else {
+      argv.push_back("-i");  // a PTY without a command: an interactive shell
+    }
     dto.argv = std::move(argv);
     dto.shellCommand = command.cmd;
     dto.shell = o.shell.value_or(path.substr(path.rfind('/') + 1));
@@ -272,6 +281,7 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
   const std::vector<std::string> argv = *dto.argv;
   const std::string cwd = dto.cwd;
   const StdinMode stdinMode = dto.stdin;
+  const std::optional<TerminalSize> terminal = dto.terminal;
   const auto timeout = dto.executionTimeout;
   const KeepLogs keep = dto.keepLogs;
   nlohmann::json auditFields = nlohmann::json::object();
@@ -285,7 +295,8 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
 
   std::optional<Admission> admission;
   try {
-    admission.emplace(sandbox_->admit({.id = id, .correlationId = correlation, .spare = true}));
+    // A spare has pipes, not a terminal.
+    admission.emplace(sandbox_->admit({.id = id, .correlationId = correlation, .spare = !terminal}));
   } catch (const SandboxError& e) {
     forget();
     if (e.code() == ErrorCode::kNotInitialized) return ProcessError{ProcessErrorCode::kStaleEpoch, e.what()};
@@ -329,8 +340,10 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
       return sandbox_->launcher().launch(LaunchRequest{.rules = admitted.rules,
                                                        .fingerprint = admitted.fingerprint,
                                                        .program = std::move(program),
-                                                       .output = Output::kSupervisor,
+                                                       .output = terminal ? Output::kPty : Output::kSupervisor,
                                                        .stdin = stdinMode,
+                                                       .terminalSize = terminal ? platform::WindowSize{terminal->cols, terminal->rows}
+                                                                                : platform::WindowSize{},
                                                        .spare = std::move(admitted.spare),
                                                        .sandboxId = sandbox_->sandboxId(),
                                                        .id = id,
@@ -348,6 +361,7 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
     throw SandboxError(ErrorCode::kSpawnFailed, "start(): " + err->message());
   }
   auto& child = std::get<Launched>(launched);
+  if (child.terminal) record->setPtyMaster(std::move(child.terminal));
   record->running(child.pid, child.supervised);
   return std::nullopt;
 }
@@ -474,6 +488,25 @@ ProcessStatus ServiceCore::stdin(const std::string& id, std::string_view data, b
   if (!supervised || !supervised->writeStdin(std::string(data), eof))
     return ProcessError{ProcessErrorCode::kUnsupported,
                         "the stdin of process " + id + " is closed (EOF was sent, the program closed it, or it ended)"};
+  return std::nullopt;
+}
+
+ProcessStatus ServiceCore::resize(const std::string& id, TerminalSize size) const {
+  if (size.cols == 0 || size.rows == 0)
+    throw std::invalid_argument("resize " + std::to_string(size.cols) + "x" + std::to_string(size.rows) +
+                                ": columns and rows must be positive");
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  auto terminal = record->ptyMaster();
+  if (!terminal)
+    return ProcessError{ProcessErrorCode::kUnsupported, "process " + id + " has no terminal; only PTY processes resize"};
+  {
+    // The foreground process group of the PTY gets SIGWINCH from the kernel.
+    if (auto err = platform::setWindowSize(terminal->get(), {size.cols, size.rows}))
+      return ProcessError{ProcessErrorCode::kUnavailable, "process " + id + ": " + *err};
+    record->resized(size);
+  }
   return std::nullopt;
 }
 
@@ -671,5 +704,18 @@ ProcessResult<RunResult> Session::run(const std::string& command, const SessionR
   return ServiceCore::collect(*record, std::move(*result));
 }
 ProcessStatus Session::remove() const { return core_->sessionRemove(id_); }
+
+}  // namespace stockade
+
+namespace stockade {
+
+ProcessStatus ProcessHandle::resize(TerminalSize size) const { return core_->resize(id_, size); }
+
+ProcessResult<ProcessHandle> PtyService::start(std::optional<std::string> command, ProcessStartOptions options,
+                                               TerminalSize size) const {
+  ProcessCommand c;
+  c.cmd = std::move(command);
+  return core_->start(c, options, ProcessKind::kPty, size);
+}
 
 }  // namespace stockade

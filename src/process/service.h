@@ -22,8 +22,11 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
  public:
   explicit ServiceCore(std::shared_ptr<SandboxContext> sandbox) : sandbox_(std::move(sandbox)) {}
 
+  // kind kExec, or kPty with `terminal` (stdin is then always open).
   ProcessResult<ProcessHandle> start(const ProcessCommand& command, const ProcessStartOptions& options,
-                                     ProcessKind kind = ProcessKind::kExec);
+                                     ProcessKind kind = ProcessKind::kExec,
+                                     std::optional<TerminalSize> terminal = std::nullopt);
+  ProcessStatus resize(const std::string& id, TerminalSize size) const;
   ProcessResult<RunResult> run(const ProcessCommand& command, const ProcessRunOptions& options);
   ProcessResult<ProcessDto> get(const std::string& id) const;
   ProcessResult<std::vector<ProcessDto>> list(const ProcessListOptions& options) const;
