@@ -209,6 +209,7 @@ void SessionState::completeLocked(WaitResult result) {
 void SessionState::onShellEnd(const Ending& ending) {
   std::lock_guard lock(mu_);
   ended_ = true;
+  shell_->ended(ending);  // first: whoever sees a command end here sees the session ended too
   // Whatever the shell wrote last belongs to the command that was running.
   emit(LogChannel::kStdout, outBuffer_);
   emit(LogChannel::kStderr, errBuffer_);
@@ -222,7 +223,6 @@ void SessionState::onShellEnd(const Ending& ending) {
   for (auto& c : queue_) c.record->finish(Failed{std::nullopt, "the session ended before the command ran"});
   queue_.clear();
   supervised_.reset();
-  shell_->ended(ending);
 }
 
 }  // namespace stockade::process

@@ -42,7 +42,9 @@ ProcessErrorCode errorOf(const ProcessResult<T>& r) {
   return std::get<ProcessError>(r).code;
 }
 
-// Host pids of every process in the pid namespace `nsLink` ("pid:[4026...]").
+// Host pids of every process in the pid namespace `nsLink` ("pid:[4026...]")
+// whose namespace this user may read (a sandbox's init is not dumpable, so
+// only root sees it; its children are).
 inline std::vector<int> processesInNamespace(const std::string& nsLink) {
   std::vector<int> out;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -53,6 +55,24 @@ inline std::vector<int> processesInNamespace(const std::string& nsLink) {
     if (!ec && link.string() == nsLink) out.push_back(std::stoi(name));
   }
   return out;
+}
+
+// The pid namespace of the sandbox whose init is `initPid`, read from its
+// program (pid 2 inside), which unlike the init is dumpable.
+inline std::string sandboxPidNamespace(int initPid) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream status(entry.path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("PPid:", 0) == 0) {
+        if (std::stoi(line.substr(5)) == initPid) {
+          std::error_code ec;
+          auto link = std::filesystem::read_symlink(entry.path() / "ns/pid", ec);
+          if (!ec) return link.string();
+        }
+        break;
+      }
+  }
+  return {};
 }
 
 inline std::size_t countEntries(const std::string& dir) {
