@@ -63,6 +63,8 @@ struct RunOptions {
   // Per-call policy: its filesystem part REPLACES the session's for this one
   // child and must be a narrowing of it; its network part must equal the
   // session's (as a set) or strictly narrow it, honoured for this child alone.
+  // Like every policy it is complete: a field it leaves out takes the bundled
+  // default's value (policy.h), never the session's.
   std::optional<SandboxPolicy> policy;
   std::stop_token stop;                    // stop: kill the child's process group, settle `completed`
   // NAME -> IP literal, used by the proxy instead of DNS for this child (the

@@ -282,8 +282,31 @@ TEST_F(ManagerTest, PerCallFilesystemReplacesTheSessionsRatherThanUnions) {
 
 TEST_F(ManagerTest, PerCallFilesystemWideningIsAConflict) {
   SandboxHandle h = create(policy());
-  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["/etc"]}})");
-  EXPECT_EQ(expectError([&] { runSh(h, "true", wider); }).codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":["/etc"]},
+                                           "env":{"allow":["PATH"]}})");
+  SandboxError e = expectError([&] { runSh(h, "true", wider); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  EXPECT_NE(std::string(e.what()).find("filesystem.allowWrite: \"/etc\""), std::string::npos) << e.what();
+}
+
+// A per-call policy is complete: a field it leaves out is the bundled
+// default's, never the session's (the filesystem part replaces the session's).
+TEST_F(ManagerTest, APerCallPolicyLeavesOutFieldsAtTheBundledDefaultNotTheSessions) {
+  SandboxHandle h = create(policy());
+  const std::string write = R"("allowWrite":[")" + work_ + R"("])";
+  auto repeated = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],)" + write +
+                                          R"(},"env":{"allow":["PATH"]}})");
+  EXPECT_EQ(runSh(h, "echo ok", repeated).out, "ok\n");
+  // Without denyRead the default's list applies, which leaves the session's secrets readable.
+  auto noDenyRead = SandboxPolicy::fromJson(R"({"filesystem":{)" + write + R"(},"env":{"allow":["PATH"]}})");
+  SandboxError e = expectError([&] { runSh(h, "true", noDenyRead); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  EXPECT_NE(std::string(e.what()).find("filesystem.denyRead: \"" + secrets_ + "\""), std::string::npos) << e.what();
+  // Without env the default's PATH HOME LANG TERM apply, wider than the session's PATH.
+  auto noEnv = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],)" + write + "}}");
+  SandboxError env = expectError([&] { runSh(h, "true", noEnv); });
+  EXPECT_EQ(env.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  EXPECT_NE(std::string(env.what()).find("env.allow"), std::string::npos) << env.what();
 }
 
 TEST_F(ManagerTest, PerCallNetworkMustEqualTheSessionsOrStrictlyNarrowIt) {
