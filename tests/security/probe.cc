@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -80,6 +81,32 @@ int connectTo(int type, const char* addr, int port, bool waitReply) {
     if (::recv(fd, &c, 1, 0) != 1) return result(-1, "recv");
   }
   return 0;
+}
+
+// Sends "ESCAPE" to the unix socket at `path` through `fd`, then "FDPASS"
+// with a descriptor of "/" attached.
+void sendToHostSocket(int fd, const char* path) {
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+  (void)::sendto(fd, "ESCAPE", 6, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int root = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov = {const_cast<char*>("FDPASS"), 6};
+  msghdr msg = {};
+  msg.msg_name = &addr;
+  msg.msg_namelen = sizeof addr;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &root, sizeof root);
+  (void)::sendmsg(fd, &msg, MSG_DONTWAIT);
+  ::close(root);
 }
 
 long int80Getpid() {
@@ -215,6 +242,36 @@ int main(int argc, char** argv) {
   if (op == "socketpair") {
     int sv[2];
     return result(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+  }
+  if (op == "unix-every-type") {  // unix-every-type PATH: every type value 0-15, with and without the flags
+    // socket() and socketpair() of AF_UNIX with each type, each used to send
+    // to the socket at PATH (a datagram, then a passed fd; a seqpacket pair
+    // ignores the address and sends to its own peer). Prints how many were
+    // created, and whether a stream pair carries a byte.
+    int sockets = 0, pairs = 0;
+    for (int type = 0; type < 16; ++type) {
+      for (int flags : {0, int{SOCK_NONBLOCK}, int{SOCK_CLOEXEC}, SOCK_NONBLOCK | SOCK_CLOEXEC}) {
+        int fd = ::socket(AF_UNIX, type | flags, 0);
+        if (fd >= 0) {
+          ++sockets;
+          sendToHostSocket(fd, arg(2));
+          ::close(fd);
+        }
+        int sv[2];
+        if (::socketpair(AF_UNIX, type | flags, 0, sv) == 0) {
+          ++pairs;
+          sendToHostSocket(sv[0], arg(2));
+          ::close(sv[0]);
+          ::close(sv[1]);
+        }
+      }
+    }
+    int sv[2];
+    char c = 0;
+    bool pairWorks = ::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && ::write(sv[0], "x", 1) == 1 &&
+                     ::read(sv[1], &c, 1) == 1 && c == 'x';
+    std::printf("sockets=%d pairs=%d stream-pair=%s\n", sockets, pairs, pairWorks ? "ok" : "broken");
+    return 0;
   }
   if (op == "tcp") return connectTo(SOCK_STREAM, arg(2), std::atoi(arg(3)), std::string_view(arg(4)) == "reply");
   if (op == "udp") return connectTo(SOCK_DGRAM, arg(2), std::atoi(arg(3)), false);
