@@ -273,7 +273,7 @@ Run SandboxHandle::run(RunOptions o) {
                                   {"pid", d.pid},
                                   {"syscall", d.syscall},
                                   {"args", d.args},
-                                  {"error", "EPERM"}});
+                                  {"error", strerrorname_np(d.error)}});
       };
     }
     if (o.stop.stop_possible()) {

@@ -615,6 +615,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     child.pidsCgroup = std::move(cgroup);
     pidsCgroupTasks = std::move(tasks);
   }
+  child.fileSizeBytes = request.rules.limits().fileSizeBytes;
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
   landlock.writable = landlockWritable(request.rules);
@@ -671,7 +672,8 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.proxyPort = request.proxyPort;
   plan.mounts = &sandbox.mounts_;
   plan.landlock = &landlock;
-  plan.seccomp = &seccompProgram({!request.rules.network().allowUnixSockets.empty()});
+  plan.seccomp = &seccompProgram({.allowUnixSockets = !request.rules.network().allowUnixSockets.empty(),
+                                  .limitFileSize = child.fileSizeBytes != 0});
   plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
                  request.rules.limits().memoryBytes};
   if (keep) sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
@@ -819,7 +821,7 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
     if (rc == 0 || (deadline && std::chrono::steady_clock::now() >= *deadline)) return WaitEvent::kDeadline;
     if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
     if (fds[2].revents & POLLIN) {
-      auto denial = answerDenial(child.seccompListener.get());
+      auto denial = answerDenial(child.seccompListener.get(), {.fileSizeBytes = child.fileSizeBytes});
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
       if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
     } else if (fds[2].revents & (POLLHUP | POLLERR)) {

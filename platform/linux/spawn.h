@@ -126,6 +126,9 @@ struct Child {
   // limits.pids: the sandbox's cgroup; waitExit() removes it once the
   // sandbox is gone (and so does its destructor, if nobody waited).
   PidsCgroup pidsCgroup;
+  // limits.fileSizeBytes: the supervisor answers the sandbox's fallocate()
+  // calls against it (allocation_limit.h). 0: no limit, and no such calls.
+  std::uint64_t fileSizeBytes = 0;
 };
 
 struct SpawnError {
@@ -198,8 +201,8 @@ enum class WaitEvent {
   kDeadline,     // the deadline passed
   kAlsoWatched,  // `alsoWatch` became readable
 };
-// Waits on the sandbox, answering its seccomp denials meanwhile (each passed
-// to child.onDenial), until its init exits, `deadline` passes, or `alsoWatch`
+// Waits on the sandbox, answering its seccomp notifications meanwhile (each
+// refusal passed to child.onDenial), until its init exits, `deadline` passes, or `alsoWatch`
 // (if >= 0) is readable. Errors name the call; the sandbox then still runs
 // and nobody answers its denials: kill it.
 std::variant<WaitEvent, std::string> waitEvent(const Child& child,

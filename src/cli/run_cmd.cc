@@ -261,7 +261,7 @@ int run(const RunOptions& o) {
   child.onDenial = [&](const platform::SeccompDenial& d) {
     if (++denials <= kMaxDenialEvents)
       audit.write({{"event", "denial"}, {"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall},
-                   {"args", d.args}, {"error", "EPERM"}});
+                   {"args", d.args}, {"error", strerrorname_np(d.error)}});
   };
   auto killAndReap = [&]() {
     // The sandbox's init is pid 1 of its pid namespace: killing it kills

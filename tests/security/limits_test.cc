@@ -2,6 +2,7 @@
 // program within it runs, the sandbox cannot leave or raise its cgroup, and
 // the cgroup is gone once the run is over. Without a usable pids cgroup (the
 // unprivileged re-run) the run must say the limit is not enforced.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cstring>
 #include <filesystem>
@@ -113,6 +114,101 @@ TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOn
   EXPECT_TRUE(std::filesystem::exists(live)) << "the cgroup of a live process was removed";
   ::rmdir(live.c_str());
   ::rmdir(abandoned.c_str());
+}
+
+// A policy with every limit spelt out, and the audit of each run.
+class SandboxLimitTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    policy["network"] = {{"allowedDomains", nlohmann::json::array()}};
+    setLimits(0, 0, 0);
+    audit_ = root_ + "/audit.jsonl";
+  }
+  void setLimits(std::uint64_t memoryBytes, std::uint64_t cpuSeconds, std::uint64_t fileSizeBytes) {
+    policy["limits"] = {{"memoryBytes", memoryBytes}, {"pids", 0}, {"cpuSeconds", cpuSeconds},
+                        {"fileSizeBytes", fileSizeBytes}};
+  }
+  // The probe under `stockade run --audit`, killed after 60 s whatever the limits do.
+  ProcessResult run(const std::vector<std::string>& args) {
+    return probe(args, {"--audit", audit_, "--timeout-ms", "60000"});
+  }
+  // The last event of that kind in the audit log (null when none).
+  nlohmann::json lastEvent(const std::string& kind) {
+    std::ifstream in(audit_);
+    nlohmann::json found;
+    for (std::string line; std::getline(in, line);) {
+      auto event = nlohmann::json::parse(line);
+      if (event["event"] == kind) found = event;
+    }
+    return found;
+  }
+  // The mechanism the last spawn event reports for "memory"/"cpu"/"pids" ("" when null).
+  std::string mechanism(const std::string& limit) {
+    auto e = lastEvent("spawn")["enforcement"][limit];
+    return e.is_null() ? "" : e["mechanism"].get<std::string>();
+  }
+  // The highest "KEY=N" the probe printed (-1: none).
+  static long lastCount(const std::string& out, const std::string& key) {
+    long last = -1;
+    for (std::size_t at = out.find(key + "="); at != std::string::npos; at = out.find(key + "=", at + 1))
+      last = std::atol(out.c_str() + at + key.size() + 1);
+    return last;
+  }
+  std::string audit_;
+};
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+class FileSizeLimitTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(0, 0, kMiB);
+  }
+  static struct stat statOf(const std::string& path) {
+    struct stat st = {};
+    ::stat(path.c_str(), &st);
+    return st;
+  }
+};
+
+TEST_F(FileSizeLimitTest, AKeepSizeAllocationBeyondTheLimitFailsWithEfbigWhileOneWithinItWorks) {
+  constexpr int kKeepSize = 1;  // FALLOC_FL_KEEP_SIZE
+  auto within = run({"fallocate", ws + "/within", std::to_string(kKeepSize), "0", std::to_string(kMiB / 2)});
+  EXPECT_EQ(within.exitCode, 0) << within.out << within.err;
+  EXPECT_EQ(within.out, "blocks=1024 size=0\n");  // 512 KiB allocated, the size left at 0
+  EXPECT_EQ(statOf(ws + "/within").st_blocks, 1024);
+
+  auto beyond = run({"fallocate", ws + "/beyond", std::to_string(kKeepSize), "0", std::to_string(1ULL << 30)});
+  EXPECT_EQ(beyond.exitCode, 1) << beyond.out << beyond.err;
+  EXPECT_NE(beyond.out.find("errno=EFBIG"), std::string::npos) << beyond.out << beyond.err;
+  EXPECT_EQ(statOf(ws + "/beyond").st_blocks, 0) << "space was allocated beyond limits.fileSizeBytes";
+  auto denial = lastEvent("denial");
+  EXPECT_EQ(denial["syscall"], "fallocate") << denial;
+  EXPECT_EQ(denial["error"], "EFBIG") << denial;
+  // Starting inside the limit and ending beyond it is beyond it too.
+  auto straddle = run({"fallocate", ws + "/beyond", std::to_string(kKeepSize), std::to_string(kMiB / 2),
+                       std::to_string(kMiB)});
+  EXPECT_NE(straddle.out.find("errno=EFBIG"), std::string::npos) << straddle.out << straddle.err;
+}
+
+TEST_F(FileSizeLimitTest, ThePreallocationIoctlIsRefusedWhileWritesWithinTheLimitWork) {
+  auto ioctl = run({"resvsp", ws + "/reserved", std::to_string(1ULL << 30)});
+  EXPECT_EQ(ioctl.exitCode, 1) << ioctl.out << ioctl.err;
+  EXPECT_NE(ioctl.out.find("errno=EOPNOTSUPP"), std::string::npos) << ioctl.out << ioctl.err;
+  EXPECT_EQ(statOf(ws + "/reserved").st_blocks, 0);
+  auto write = run({"fill", ws + "/written", "1"});
+  EXPECT_EQ(write.exitCode, 0) << write.out << write.err;
+  EXPECT_EQ(statOf(ws + "/written").st_size, static_cast<off_t>(kMiB));
+}
+
+TEST_F(FileSizeLimitTest, WithoutAFileSizeLimitFallocateIsNotTrapped) {
+  setLimits(0, 0, 0);
+  auto r = run({"fallocate", ws + "/free", "1", "0", std::to_string(2 * kMiB)});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "blocks=4096 size=0\n");
+  EXPECT_EQ(lastEvent("denial"), nlohmann::json()) << "a fallocate() reached the supervisor without a limit";
 }
 
 }  // namespace

@@ -40,6 +40,25 @@ int result(long rc, const char* what) {
   return 1;
 }
 
+// Writes 1 MiB chunks to `fd` until `maxMiB` (0: no end) or an error,
+// printing "wrote=<MiB>" after each chunk (flushed: the test sees how far a
+// killed balloon got). Exit 0 when all were written.
+int fill(int fd, long maxMiB) {
+  static char chunk[1 << 20];
+  std::memset(chunk, 'x', sizeof chunk);  // charged as the probe's own memory, like any program's buffer
+  for (long mib = 0; maxMiB == 0 || mib < maxMiB; ++mib) {
+    for (std::size_t done = 0; done < sizeof chunk;) {
+      ssize_t n = ::write(fd, chunk + done, sizeof chunk - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return result(-1, "write");
+      done += static_cast<std::size_t>(n);
+    }
+    std::printf("wrote=%ld\n", mib + 1);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int cat(const char* path) {
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return result(-1, "open");
@@ -192,6 +211,33 @@ int main(int argc, char** argv) {
       return result(-1, "fork");
     }
     return 0;
+  }
+  if (op == "fill") {  // fill PATH MiB (0: until it fails)
+    int fd = ::open(arg(2), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    return fill(fd, std::atol(arg(3)));
+  }
+  if (op == "fallocate") {  // fallocate PATH MODE OFFSET LEN (decimal): "blocks=<st_blocks>" after it
+    int fd = ::open(arg(2), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    if (::fallocate(fd, std::atoi(arg(3)), std::atoll(arg(4)), std::atoll(arg(5))) != 0) return result(-1, "fallocate");
+    struct stat st;
+    ::fstat(fd, &st);
+    std::printf("blocks=%lld size=%lld\n", static_cast<long long>(st.st_blocks), static_cast<long long>(st.st_size));
+    return 0;
+  }
+  if (op == "resvsp") {  // resvsp PATH LEN: ioctl(FS_IOC_RESVSP64), the XFS-compatible preallocation
+    struct {
+      std::int16_t type, whence;
+      std::int64_t start, len;
+      std::int32_t sysid;
+      std::uint32_t pid;
+      std::int32_t pad[4];
+    } range = {0, SEEK_SET, 0, std::atoll(arg(3)), 0, 0, {}};
+    static_assert(sizeof range == 48);
+    int fd = ::open(arg(2), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    return result(::ioctl(fd, 0x4030582aUL /* FS_IOC_RESVSP64 */, &range), "ioctl(FS_IOC_RESVSP64)");
   }
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
     unsigned long request = std::strtoul(arg(2), nullptr, 16);
