@@ -21,6 +21,7 @@ const char* setupStepName(SetupStep step) noexcept {
     case SetupStep::kLoopback: return "loopback";
     case SetupStep::kProxyListeners: return "proxy-listeners";
     case SetupStep::kMounts: return "mounts";
+    case SetupStep::kUserCounters: return "user-counters";
     case SetupStep::kLimits: return "limits";
     case SetupStep::kPidsCgroup: return "pids-cgroup";
     case SetupStep::kCapabilities: return "capabilities";

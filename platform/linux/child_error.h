@@ -23,6 +23,7 @@ enum class SetupStep : std::int32_t {
   kLoopback,
   kProxyListeners,
   kMounts,
+  kUserCounters,  // per-user kernel counters capped in the sandbox's user namespace (user_counters.h)
   kLimits,
   kCapabilities,
   kNoNewPrivs,

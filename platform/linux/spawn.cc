@@ -550,6 +550,7 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
       r.degradations.push_back("limits.pids: not enforced: " + std::get<std::string>(controller));
     }
   }
+  if (mounts.userCounters.degradation) r.degradations.push_back(*mounts.userCounters.degradation);
   if (!rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
@@ -674,8 +675,14 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.landlock = &landlock;
   plan.seccomp = &seccompProgram({.allowUnixSockets = !request.rules.network().allowUnixSockets.empty(),
                                   .limitFileSize = child.fileSizeBytes != 0});
-  plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
-                 request.rules.limits().memoryBytes};
+  const auto& shares = sandbox.mounts_.userCounters;
+  plan.limits = {.cpuSeconds = request.rules.limits().cpuSeconds,
+                 .fileSizeBytes = request.rules.limits().fileSizeBytes,
+                 .addressSpace = request.rules.limits().memoryBytes,
+                 .processes = shares.processes,
+                 .pendingSignals = shares.pendingSignals,
+                 .messageQueueBytes = shares.messageQueueBytes,
+                 .lockedBytes = shares.lockedBytes};
   if (keep) sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
 
   int pidfd = -1;

@@ -2,13 +2,17 @@
 // program within it runs, the sandbox cannot leave or raise its cgroup, and
 // the cgroup is gone once the run is over. Without a usable pids cgroup (the
 // unprivileged re-run) the run must say the limit is not enforced.
+#include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "platform/linux/cgroup.h"
+#include "platform/linux/user_counters.h"
 #include "tests/security/sandbox_fixture.h"
 #include "tests/support/pids_cgroup.h"
 
@@ -160,6 +164,35 @@ class SandboxLimitTest : public SandboxTest {
 
 constexpr std::uint64_t kMiB = 1 << 20;
 
+class TmpfsSizeTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(64 * kMiB, 0, 0);
+  }
+};
+
+TEST_F(TmpfsSizeTest, TheSandboxsTmpfsMountsAreSizedByTheMemoryLimitOrAQuarterOfTheHost) {
+  for (const char* path : {"/tmp", "/dev/shm"}) {
+    auto r = run({"statfs", path});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out, "bytes=" + std::to_string(64 * kMiB) + "\n") << path;
+  }
+  setLimits(0, 0, 0);
+  const std::uint64_t quarter =
+      static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
+  auto r = run({"statfs", "/tmp"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  const long long bytes = std::atoll(r.out.c_str() + 6);
+  EXPECT_GT(bytes, 0) << r.out;
+  // The kernel rounds the size up to whole pages.
+  EXPECT_GE(static_cast<std::uint64_t>(bytes), quarter) << r.out;
+  EXPECT_LT(static_cast<std::uint64_t>(bytes), quarter + 4096) << r.out;
+  // A read mask is a tiny tmpfs (nothing can be written to it anyway).
+  auto mask = run({"statfs", home + "/.ssh"});
+  EXPECT_EQ(mask.out, "bytes=4096\n") << mask.err;
+}
+
 class FileSizeLimitTest : public SandboxLimitTest {
  protected:
   void SetUp() override {
@@ -209,6 +242,58 @@ TEST_F(FileSizeLimitTest, WithoutAFileSizeLimitFallocateIsNotTrapped) {
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "blocks=4096 size=0\n");
   EXPECT_EQ(lastEvent("denial"), nlohmann::json()) << "a fallocate() reached the supervisor without a limit";
+}
+
+class UserCountersTest : public SandboxLimitTest {};
+
+TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanStillCreateOne) {
+  const long hostMax = std::atol(slurp("/proc/sys/user/max_inotify_instances").c_str());
+  ASSERT_GT(hostMax, 0);
+  const long share = static_cast<long>(platform::sandboxShare(static_cast<std::uint64_t>(hostMax)));
+  {
+    int before = ::inotify_init1(IN_CLOEXEC);
+    if (before < 0) GTEST_SKIP() << "this user has no inotify instance left before the run: " << strerrorname_np(errno);
+    ::close(before);
+  }
+  auto cap = run({"cat", "/proc/sys/user/max_inotify_instances"});
+  EXPECT_EQ(cap.out, std::to_string(share) + "\n") << cap.err;
+
+  ProcessResult flood;
+  std::thread sandbox([&] { flood = run({"inotify-hold", ws}); });
+  for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool ready = std::filesystem::exists(ws + "/ready");
+  // While the sandbox holds every instance it could get:
+  int host = ::inotify_init1(IN_CLOEXEC);
+  const int hostErrno = errno;
+  std::ofstream(ws + "/go") << "go";
+  sandbox.join();
+  ASSERT_TRUE(ready) << flood.out << flood.err;
+  EXPECT_GE(host, 0) << "the host user got " << strerrorname_np(hostErrno) << " while the sandbox ran";
+  if (host >= 0) ::close(host);
+  EXPECT_EQ(flood.exitCode, 0) << flood.out << flood.err;
+  const long held = lastCount(flood.out, "inotify");
+  EXPECT_GE(held, 1) << flood.out;
+  EXPECT_LE(held, share) << flood.out;
+  EXPECT_NE(flood.out.find("errno=EMFILE"), std::string::npos) << flood.out;
+}
+
+TEST_F(UserCountersTest, TheSandboxsTasksAndQueuedSignalsAreCappedAtAShareOfTheHostUsers) {
+  rlimit nproc{}, sigpending{};
+  ::getrlimit(RLIMIT_NPROC, &nproc);
+  ::getrlimit(RLIMIT_SIGPENDING, &sigpending);
+  auto r = run({"cat", "/proc/self/limits"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto soft = [&](const std::string& name) {
+    auto at = r.out.find(name);
+    return at == std::string::npos ? std::string("?") : r.out.substr(at + 26, r.out.find(' ', at + 26) - at - 26);
+  };
+  if (nproc.rlim_cur != RLIM_INFINITY) {
+    EXPECT_EQ(soft("Max processes"), std::to_string(platform::sandboxShare(nproc.rlim_cur))) << r.out;
+  }
+  if (sigpending.rlim_cur != RLIM_INFINITY) {
+    EXPECT_EQ(soft("Max pending signals"), std::to_string(platform::sandboxShare(sigpending.rlim_cur))) << r.out;
+  }
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
@@ -217,6 +219,12 @@ int main(int argc, char** argv) {
     if (fd < 0) return result(-1, "open");
     return fill(fd, std::atol(arg(3)));
   }
+  if (op == "statfs") {  // statfs PATH: "bytes=<size of the filesystem>"
+    struct statfs st;
+    if (::statfs(arg(2), &st) != 0) return result(-1, "statfs");
+    std::printf("bytes=%llu\n", static_cast<unsigned long long>(st.f_blocks) * static_cast<unsigned long long>(st.f_bsize));
+    return 0;
+  }
   if (op == "fallocate") {  // fallocate PATH MODE OFFSET LEN (decimal): "blocks=<st_blocks>" after it
     int fd = ::open(arg(2), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return result(-1, "open");
@@ -238,6 +246,23 @@ int main(int argc, char** argv) {
     int fd = ::open(arg(2), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return result(-1, "open");
     return result(::ioctl(fd, 0x4030582aUL /* FS_IOC_RESVSP64 */, &range), "ioctl(FS_IOC_RESVSP64)");
+  }
+  if (op == "inotify-hold") {  // inotify-hold DIR: instances until one fails; DIR/ready; wait for DIR/go
+    long instances = 0;
+    int failure = 0;
+    for (;;) {
+      if (::inotify_init1(IN_CLOEXEC) < 0) {
+        failure = errno;
+        break;
+      }
+      if (++instances == 100000) break;
+    }
+    std::printf("inotify=%ld errno=%s\n", instances, failure ? strerrorname_np(failure) : "none");
+    std::fflush(stdout);
+    const std::string dir = arg(2);
+    ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
+    return 0;
   }
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
     unsigned long request = std::strtoul(arg(2), nullptr, 16);
