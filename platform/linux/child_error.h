@@ -29,7 +29,7 @@ enum class SetupStep : std::int32_t {
   kNoNewPrivs,
   kLandlock,
   kSeccomp,
-  kPidsCgroup,  // limits.pids: the sandbox's cgroup (made by the parent, joined by the child)
+  kCgroup,    // limits.pids/memoryBytes/cpuSeconds: the sandbox cgroup (made by the parent, joined by the child)
   kProgram,   // receiving argv, env and cwd from the supervisor
   kWorkingDir,
   kExec,

@@ -1,7 +1,11 @@
-// limits.pids from inside the sandbox: a fork loop stops at the limit, a
-// program within it runs, the sandbox cannot leave or raise its cgroup, and
-// the cgroup is gone once the run is over. Without a usable pids cgroup (the
-// unprivileged re-run) the run must say the limit is not enforced.
+// Limits from inside the sandbox. limits.pids: a fork loop stops at the
+// limit, a program within it runs, the sandbox cannot leave or raise its
+// cgroup, and the cgroup is gone once the run is over. limits.memoryBytes and
+// limits.cpuSeconds hold for the whole sandbox (tmpfs and memfd balloons, a
+// fork chain of CPU hogs) and a kill says which limit; limits.fileSizeBytes
+// holds against fallocate(KEEP_SIZE); per-user kernel counters are the
+// sandbox's own share. Without a usable cgroup (the unprivileged re-run) the
+// run must say each limit is weaker.
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -102,9 +106,9 @@ TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotA
 
 TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOneAreNot) {
   if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: nothing is created, nothing to sweep";
-  auto controller = platform::findPidsController();  // the hierarchy stockade will use
-  ASSERT_TRUE(std::holds_alternative<platform::PidsHierarchy>(controller)) << std::get<std::string>(controller);
-  std::string base = std::get<platform::PidsHierarchy>(controller).ownCgroupDir;
+  auto controller = platform::findCgroupController(platform::CgroupController::kPids);  // the hierarchy stockade will use
+  ASSERT_TRUE(std::holds_alternative<platform::CgroupHierarchy>(controller)) << std::get<std::string>(controller);
+  std::string base = std::get<platform::CgroupHierarchy>(controller).ownCgroupDir;
   pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ASSERT_GT(dead, 0);
@@ -164,6 +168,63 @@ class SandboxLimitTest : public SandboxTest {
 
 constexpr std::uint64_t kMiB = 1 << 20;
 
+class MemoryLimitTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(64 * kMiB, 0, 0);
+  }
+  // True when the memory cgroup enforces the limit; else checks that the run
+  // said it is only RLIMIT_AS (and fails where a cgroup is required).
+  bool cgroupEnforces(const ProcessResult& r) {
+    if (mechanism("memory") == "cgroup-v1" || mechanism("memory") == "cgroup2") return true;
+    EXPECT_FALSE(testing::cgroupRequired(platform::CgroupController::kMemory))
+        << "root on a host with a memory hierarchy, yet: " << r.err;
+    EXPECT_NE(r.err.find("weaker enforcement: limits.memoryBytes: enforced per process only, as RLIMIT_AS"),
+              std::string::npos)
+        << r.err;
+    return false;
+  }
+};
+
+TEST_F(MemoryLimitTest, ATmpfsBalloonIsKilledForTheLimitWhileASmallFileInTheSameTmpFits) {
+  auto small = run({"fill", "/tmp/small", "8"});
+  EXPECT_EQ(small.exitCode, 0) << small.out << small.err;
+  EXPECT_EQ(lastCount(small.out, "wrote"), 8) << small.out;
+  EXPECT_FALSE(lastEvent("exit").contains("limit")) << lastEvent("exit");
+
+  auto balloon = run({"fill", "/tmp/balloon", "0"});  // until something stops it
+  const long wrote = lastCount(balloon.out, "wrote");
+  EXPECT_GE(wrote, 8) << "the balloon did not grow: " << balloon.out << balloon.err;
+  EXPECT_LE(wrote, 64) << "more tmpfs than limits.memoryBytes";
+  if (!cgroupEnforces(balloon)) {
+    // Without the cgroup the private /tmp's own size is what holds.
+    EXPECT_EQ(balloon.exitCode, 1) << balloon.out << balloon.err;
+    EXPECT_NE(balloon.out.find("errno=ENOSPC"), std::string::npos) << balloon.out;
+    return;
+  }
+  EXPECT_EQ(balloon.exitCode, 137) << balloon.out << balloon.err;
+  EXPECT_EQ(lastEvent("exit")["limit"], "limits.memoryBytes") << lastEvent("exit");
+  EXPECT_EQ(lastEvent("exit")["reason"], "limits.memoryBytes") << lastEvent("exit");
+  EXPECT_NE(balloon.err.find("stockade run: limits.memoryBytes: "), std::string::npos) << balloon.err;
+}
+
+TEST_F(MemoryLimitTest, AMemfdBalloonIsKilledForTheLimitWhileASmallOneFits) {
+  auto small = run({"memfd-fill", "8"});
+  EXPECT_EQ(small.exitCode, 0) << small.out << small.err;
+  EXPECT_EQ(lastCount(small.out, "wrote"), 8) << small.out;
+  // memfd pages are in no mount with a size: only the memory cgroup bounds them.
+  auto first = run({"memfd-fill", "1"});
+  if (!cgroupEnforces(first)) return;  // warned; a balloon would be bounded by nothing here
+  auto balloon = run({"memfd-fill", "512"});  // 8 times the limit
+  EXPECT_EQ(balloon.exitCode, 137) << balloon.out << balloon.err;
+  const long wrote = lastCount(balloon.out, "wrote");
+  EXPECT_GE(wrote, 8) << balloon.out << balloon.err;
+  EXPECT_LT(wrote, 64) << balloon.out;
+  EXPECT_EQ(lastEvent("exit")["limit"], "limits.memoryBytes") << lastEvent("exit");
+  EXPECT_NE(balloon.err.find("stockade run: limits.memoryBytes: "), std::string::npos) << balloon.err;
+}
+
 class TmpfsSizeTest : public SandboxLimitTest {
  protected:
   void SetUp() override {
@@ -191,6 +252,49 @@ TEST_F(TmpfsSizeTest, TheSandboxsTmpfsMountsAreSizedByTheMemoryLimitOrAQuarterOf
   // A read mask is a tiny tmpfs (nothing can be written to it anyway).
   auto mask = run({"statfs", home + "/.ssh"});
   EXPECT_EQ(mask.out, "bytes=4096\n") << mask.err;
+}
+
+class CpuLimitTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(0, 1, 0);
+  }
+};
+
+TEST_F(CpuLimitTest, AForkChainOfCpuHogsIsKilledNearOneSecondInAllWhileAShortComputationFinishes) {
+  auto spin = run({"cpu-spin", "0.2"});
+  EXPECT_EQ(spin.exitCode, 0) << spin.out << spin.err;
+  EXPECT_EQ(spin.out, "spun\n");
+  auto spun = lastEvent("exit");
+  EXPECT_FALSE(spun.contains("limit")) << spun;
+
+  if (mechanism("cpu") != "cgroup-v1" && mechanism("cpu") != "cgroup2") {
+    EXPECT_FALSE(testing::cgroupRequired(platform::CgroupController::kCpu)) << "root, yet: " << spin.err;
+    EXPECT_NE(spin.err.find("weaker enforcement: limits.cpuSeconds: enforced per process only, as RLIMIT_CPU"),
+              std::string::npos)
+        << spin.err;
+    // The per-process fallback still holds for one process.
+    auto hog = run({"cpu-spin", "5"});
+    EXPECT_EQ(hog.exitCode, 137) << hog.out << hog.err;  // RLIMIT_CPU: SIGKILL at the hard limit
+    EXPECT_EQ(hog.out, "");
+    return;
+  }
+  EXPECT_GE(spun["cpuTimeMs"].get<long>(), 200) << spun;
+  EXPECT_LT(spun["cpuTimeMs"].get<long>(), 1000) << spun;
+
+  // Each process stays below one second (RLIMIT_CPU alone never fired);
+  // together they would use 4.8 s.
+  auto chain = run({"cpu-chain", "12", "0.4"});
+  EXPECT_EQ(chain.exitCode, 137) << chain.out << chain.err;
+  EXPECT_GE(lastCount(chain.out, "generation"), 2) << "the chain never forked: " << chain.out << chain.err;
+  auto exit = lastEvent("exit");
+  EXPECT_EQ(exit["limit"], "limits.cpuSeconds") << exit;
+  EXPECT_EQ(exit["reason"], "limits.cpuSeconds") << exit;
+  // Checked every 50 ms on 2 CPUs: the kill lands within a few checks of the limit.
+  EXPECT_GE(exit["cpuTimeMs"].get<long>(), 1000) << exit;
+  EXPECT_LT(exit["cpuTimeMs"].get<long>(), 2000) << exit;
+  EXPECT_NE(chain.err.find("stockade run: limits.cpuSeconds: the sandbox used "), std::string::npos) << chain.err;
 }
 
 class FileSizeLimitTest : public SandboxLimitTest {

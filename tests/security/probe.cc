@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
@@ -32,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <time.h>
 
 namespace {
 
@@ -59,6 +62,19 @@ int fill(int fd, long maxMiB) {
     std::fflush(stdout);
   }
   return 0;
+}
+
+double cpuSeconds() {
+  timespec ts;
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+void spin(double seconds) {
+  const double until = cpuSeconds() + seconds;
+  volatile unsigned long sink = 0;
+  while (cpuSeconds() < until)
+    for (int i = 0; i < 100000; ++i) sink = sink + static_cast<unsigned long>(i);
 }
 
 int cat(const char* path) {
@@ -219,10 +235,37 @@ int main(int argc, char** argv) {
     if (fd < 0) return result(-1, "open");
     return fill(fd, std::atol(arg(3)));
   }
+  if (op == "memfd-fill") {  // memfd-fill MiB (0: until it fails)
+    int fd = ::memfd_create("balloon", MFD_CLOEXEC);
+    if (fd < 0) return result(-1, "memfd_create");
+    return fill(fd, std::atol(arg(2)));
+  }
   if (op == "statfs") {  // statfs PATH: "bytes=<size of the filesystem>"
     struct statfs st;
     if (::statfs(arg(2), &st) != 0) return result(-1, "statfs");
     std::printf("bytes=%llu\n", static_cast<unsigned long long>(st.f_blocks) * static_cast<unsigned long long>(st.f_bsize));
+    return 0;
+  }
+  if (op == "cpu-spin") {  // cpu-spin SECONDS of this process's own CPU time, then exit 0
+    spin(std::atof(arg(2)));
+    std::printf("spun\n");
+    return 0;
+  }
+  if (op == "cpu-chain") {  // cpu-chain GENERATIONS SECONDS: each process spins, forks the next, waits for it
+    const long generations = std::atol(arg(2));
+    const double each = std::atof(arg(3));
+    for (long g = 0; g < generations; ++g) {
+      spin(each);
+      std::printf("generation=%ld\n", g + 1);
+      std::fflush(stdout);
+      pid_t child = ::fork();
+      if (child < 0) return result(-1, "fork");
+      if (child > 0) {
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
     return 0;
   }
   if (op == "fallocate") {  // fallocate PATH MODE OFFSET LEN (decimal): "blocks=<st_blocks>" after it
