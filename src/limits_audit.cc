@@ -30,7 +30,7 @@ std::string limitMessage(const platform::ExitStatus& status, const Limits& limit
   const std::string limit = status.limit ? status.limit : "";
   if (limit == "limits.memoryBytes")
     return limit + ": the sandbox reached its limit of " + std::to_string(limits.memoryBytes) +
-           " bytes (tmpfs, shared memory and memfd pages count) and the kernel's OOM killer struck";
+           " bytes (tmpfs, /dev/shm and memfd pages count too) and the kernel's OOM killer ended a task";
   if (limit == "limits.cpuSeconds") {
     char used[32] = "?";
     if (status.cpuTime) std::snprintf(used, sizeof used, "%.2f", std::chrono::duration<double>(*status.cpuTime).count());

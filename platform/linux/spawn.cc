@@ -748,11 +748,15 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     if (pid == 0) childMain(plan);  // never returns
   }
   if (pid < 0) {
+    const int err = errno;
+    std::string into;
+    for (auto c : {CgroupController::kPids, CgroupController::kMemory, CgroupController::kCpu})
+      if (child.cgroup.mechanismOf(c) == LimitMechanism::kCgroup2) into = child.cgroup.pathOf(c);
     return parentError(SetupStep::kClone, "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
                                           "CLONE_NEWIPC|CLONE_NEWUTS" +
                                               std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
-                                              (args.cgroup ? "|CLONE_INTO_CGROUP, <sandbox cgroup2 directory>)" : ")"),
-                       errno);
+                                              (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + into + "\")" : ")"),
+                       err);
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
