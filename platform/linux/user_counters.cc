@@ -56,9 +56,7 @@ std::uint64_t sandboxShare(std::uint64_t hostLimit) noexcept {
 
 UserCounterCaps planUserCounterCaps() {
   UserCounterCaps caps;
-  for (const char* name : {"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks",
-                           "max_cgroup_namespaces", "max_ipc_namespaces", "max_mnt_namespaces", "max_net_namespaces",
-                           "max_pid_namespaces", "max_time_namespaces", "max_user_namespaces", "max_uts_namespaces"})
+  for (const char* name : {"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"})
     if (auto host = hostSysctl(name))
       caps.sysctls.push_back({std::string("sys/user/") + name, std::to_string(sandboxShare(*host))});
   if (rlimitsCountPerNamespace()) {

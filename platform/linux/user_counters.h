@@ -14,11 +14,12 @@
 // /proc before /proc/sys becomes read-only (mounts.cc):
 //   max_inotify_instances, max_inotify_watches (Linux 4.9),
 //   max_fanotify_groups, max_fanotify_marks (5.13; older kernels have no
-//   unprivileged fanotify at all),
-//   max_{cgroup,ipc,mnt,net,pid,time,user,uts}_namespaces   a quarter each
-//   (seccomp refuses the program every new namespace anyway; not 0, because
-//   the rest of the init's setup clones mount trees, which counts as mount
-//   namespaces)
+//   unprivileged fanotify at all)                      a quarter each
+// The max_*_namespaces counters are left alone: seccomp refuses the program
+// every call that makes a namespace (unshare, setns, clone with a namespace
+// flag, clone3), so it cannot charge them, and each write costs the spawn a
+// fresh sysctl lookup in the new namespace (0 would also break the init's own
+// setup: cloning mount trees counts as mount namespaces).
 // RLIMITs kept per user namespace (ucounts, Linux 5.14): the limit bounds the
 // count of the sandbox's own namespace -- its tasks, queued signals, POSIX
 // message queue bytes, locked shared memory -- and every ancestor's count

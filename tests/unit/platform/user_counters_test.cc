@@ -18,7 +18,7 @@ TEST(SandboxShareTest, AQuarterOfTheHostLimitAndNeverNothingOfSomething) {
 
 TEST(SandboxShareTest, EveryPerNamespaceCounterOfThisKernelIsCapped) {
   auto caps = planUserCounterCaps();
-  for (const char* name : {"max_inotify_instances", "max_inotify_watches", "max_user_namespaces", "max_mnt_namespaces"}) {
+  for (const char* name : {"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}) {
     bool found = false;
     for (const auto& s : caps.sysctls) found = found || s.file == std::string("sys/user/") + name;
     EXPECT_TRUE(found) << name << " is not capped";
