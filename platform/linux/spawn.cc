@@ -629,7 +629,7 @@ PreparedSandbox& PreparedSandbox::operator=(PreparedSandbox&& other) noexcept {
 void PreparedSandbox::discard() noexcept {
   if (!child_.pidfd) return;
   (void)signalChild(child_.pidfd, SIGKILL);
-  (void)platform::waitExit(child_);  // reaps it and removes its pids cgroup
+  (void)platform::waitExit(child_);  // reaps it and removes its cgroup
   child_.pidfd.reset();
 }
 

@@ -124,7 +124,7 @@ struct Child {
   // The seccomp filter's listener: denied calls wait here for an answer.
   // waitExit()/waitExitFor() below answer them (EPERM) and pass each to
   // onDenial; a caller polling the pidfd itself must answer them too
-  // (answerDenial(), seccomp_notify.h).
+  // (answerDenial(seccompListener, {.fileSizeBytes = fileSizeBytes}), seccomp_notify.h).
   UniqueFd seccompListener;
   std::function<void(const SeccompDenial&)> onDenial;
   // Read end of the pipe on which the sandbox's init (pid 1) reports how the
