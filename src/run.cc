@@ -12,6 +12,7 @@
 #include "platform/linux/process.h"
 #include "policy/domain.h"
 #include "src/child_env.h"
+#include "src/limits_audit.h"
 #include "src/manager_internal.h"
 #include "src/proxy_audit.h"
 
@@ -103,6 +104,7 @@ Completion completionOf(const platform::ExitStatus& st) {
     const char* abbrev = ::sigabbrev_np(st.value);
     c.signalCode = abbrev ? std::string("SIG") + abbrev : "SIG" + std::to_string(st.value);
   }
+  if (st.limit) c.limit = st.limit;
   return c;
 }
 
@@ -110,10 +112,12 @@ Completion completionOf(const platform::ExitStatus& st) {
 // releases the run's proxy listeners and leaves the registry.
 void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run) {
   std::thread([s = std::move(s), run = std::move(run)] {
-    auto status = platform::waitExit(run->child);
+    auto status = platform::waitExit(run->child);  // kills the sandbox if it goes over a limit
     Completion c;
+    nlohmann::json usage = nlohmann::json::object();
     if (auto* st = std::get_if<platform::ExitStatus>(&status)) {
       c = completionOf(*st);
+      addExitUsage(usage, *st);
     } else {
       // Never leave the sandbox running once nobody answers its listener.
       platform::signalChild(run->child.pidfd, SIGKILL);
@@ -124,11 +128,13 @@ void startWaiter(std::shared_ptr<ManagerState> s, std::shared_ptr<RunShared> run
     if (run->afterExit) run->afterExit();
     run->onStop.reset();  // waits for a stop callback that is running right now
     run->listeners.clear();  // closes its listeners and tunnels (waits for the proxy's io thread)
-    s->writeAudit("exit", {{"runId", run->runId},
+    nlohmann::json exit = {{"runId", run->runId},
                            {"correlationId", run->correlationId},
                            {"exitCode", c.exitCode},
                            {"signal", c.signalCode.value_or("")},
-                           {"denials", run->denials}});
+                           {"denials", run->denials}};
+    exit.update(usage);
+    s->writeAudit("exit", std::move(exit));
     run->promise.set_value(c);
     {
       std::lock_guard lock(s->mu);
@@ -273,7 +279,7 @@ Run SandboxHandle::run(RunOptions o) {
                                   {"pid", d.pid},
                                   {"syscall", d.syscall},
                                   {"args", d.args},
-                                  {"error", "EPERM"}});
+                                  {"error", strerrorname_np(d.error)}});
       };
     }
     if (o.stop.stop_possible()) {
@@ -294,8 +300,9 @@ Run SandboxHandle::run(RunOptions o) {
     registered = false;
     nlohmann::json event = {{"runId", shared->runId}, {"correlationId", o.correlationId},
                             {"fingerprint", fingerprint}, {"pid", shared->child.pid}};
-    if (const auto& e = shared->child.enforcement; e.pidsLimit != platform::PidsMechanism::kNone)
-      event["pids"] = {{"mechanism", platform::pidsMechanismName(e.pidsLimit)}, {"cgroup", e.pidsCgroup}};
+    const nlohmann::json limits = limitEnforcementJson(shared->child.enforcement);
+    for (const auto& [limit, enforced] : limits.items())
+      if (!enforced.is_null()) event[limit] = enforced;
     s.writeAudit("spawn", std::move(event));
     return result;
   } catch (...) {

@@ -50,6 +50,10 @@ struct Completion {
   int exitCode = 0;                        // the exit code, or 128 + signal
   bool failed = false;                     // exitCode != 0
   std::optional<std::string> signalCode;   // "SIGKILL" when a signal ended it
+  // The whole-sandbox limit the child reached: "limits.memoryBytes" or
+  // "limits.cpuSeconds" (the sandbox was killed for it: exitCode 137),
+  // "limits.pids" (a fork failed with EAGAIN; the exit is the program's own).
+  std::optional<std::string> limit;
 };
 
 struct RunOptions {

@@ -13,7 +13,9 @@
 // Default action: allow. Denied calls fail with EPERM (clone3 and openat2 with
 // ENOSYS, so libc falls back to calls whose arguments the filter can inspect).
 // The EPERM rows go through the supervisor (SECCOMP_RET_USER_NOTIF), which
-// answers EPERM and records each denial (seccomp_notify.h).
+// answers EPERM and records each denial (seccomp_notify.h). Under
+// limits.fileSizeBytes fallocate() goes through the supervisor too, which
+// decides from its arguments (allocation_limit.h).
 // Syscalls of any ABI other than native x86-64 (i386 via int 0x80, x32) fail
 // with EPERM.
 #pragma once
@@ -31,6 +33,10 @@ namespace stockade::platform {
 
 struct SeccompOptions {
   bool allowUnixSockets = false;  // network.allowUnixSockets is not empty
+  // limits.fileSizeBytes is set: fallocate() goes to the supervisor, which
+  // checks the range against the limit (allocation_limit.h), and the
+  // preallocation ioctls fail with EOPNOTSUPP.
+  bool limitFileSize = false;
 };
 
 // One comparison of a system call argument. A rule compares each argument
@@ -53,7 +59,9 @@ struct SeccompRule {
   std::vector<SeccompArg> args;
   int error;
   std::string reason;
-  bool viaSupervisor;  // SECCOMP_RET_USER_NOTIF, answered `error` by stockade; else the filter returns it
+  // SECCOMP_RET_USER_NOTIF: answered `error` by stockade (fallocate: `error`
+  // or continued, allocation_limit.h); else the filter returns `error`.
+  bool viaSupervisor;
 };
 // The denial table's rows, then the rules that refuse every socket() and
 // socketpair() outside the socket allow-list (seccomp_table.cc).
@@ -63,7 +71,7 @@ std::vector<SeccompRule> seccompRules(const SeccompOptions& options);
 struct SeccompDenialInfo {
   std::string syscall;
   std::string condition;  // "always", "(arg0 & 0x10000000) == 0x10000000", "arg1 >= 0x100000 && ...", ...
-  int error;              // EPERM or ENOSYS
+  int error;              // EPERM, ENOSYS, EOPNOTSUPP, or EFBIG (fallocate beyond the limit)
   std::string reason;
 };
 std::vector<SeccompDenialInfo> seccompDenials(const SeccompOptions& options);

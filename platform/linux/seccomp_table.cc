@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/linux/kernel_abi.h"  // FS_IOC_RESVSP...
+
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080  // Linux 5.6
 #endif
@@ -62,12 +64,20 @@ struct Denial {
   // Answered by the filter itself, never through the supervisor (see the
   // seccomp row: it must hold even when no supervisor is listening).
   bool unsupervised = false;
+  // Only in the filter for policies with limits.fileSizeBytes
+  // (SeccompOptions::limitFileSize).
+  bool fileSizeLimit = false;
+  // Decided by the supervisor from the call's register arguments: it goes
+  // on, or fails with `error` (allocation_limit.h).
+  bool decided = false;
 };
 
 constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
                                              CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET, CLONE_NEWTIME};
 
 constexpr const char* kSetIdReason = "setuid/setgid bits would let a file written here run as the host's uid 0";
+constexpr const char* kPreallocReason =
+    "allocates file space from a range in memory the filter cannot read; limits.fileSizeBytes would not hold (use fallocate)";
 
 // THE table: every denied call and why. Keep reasons short and concrete.
 constexpr Denial kDenials[] = {
@@ -133,6 +143,13 @@ constexpr Denial kDenials[] = {
     {"mknodat", hasBit(2, S_ISUID), EPERM, kSetIdReason},
     {"mknodat", hasBit(2, S_ISGID), EPERM, kSetIdReason},
     {"openat2", kAlways, ENOSYS, "its mode lives in memory the filter cannot read; ENOSYS makes libc use openat()"},
+    // limits.fileSizeBytes: RLIMIT_FSIZE does not see space allocated
+    // without a size change (FALLOC_FL_KEEP_SIZE); allocation_limit.h.
+    {"fallocate", kAlways, EFBIG,
+     "allocation beyond limits.fileSizeBytes bypasses RLIMIT_FSIZE; stockade checks offset + len", false, true, true},
+    {"ioctl", low32Is(1, FS_IOC_RESVSP), EOPNOTSUPP, kPreallocReason, true, true},
+    {"ioctl", low32Is(1, FS_IOC_RESVSP64), EOPNOTSUPP, kPreallocReason, true, true},
+    {"ioctl", low32Is(1, FS_IOC_ZERO_RANGE), EOPNOTSUPP, kPreallocReason, true, true},
 };
 
 // THE socket allow-list: socket() and socketpair() succeed only for these
@@ -346,9 +363,10 @@ std::string describe(const SeccompRule& r) {
 std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
   std::vector<SeccompRule> out;
   for (const auto& d : kDenials) {
+    if (d.fileSizeLimit && !options.limitFileSize) continue;
     std::vector<SeccompArg> args;
     if (!d.when.always) args.push_back(d.when.arg);
-    out.push_back({d.syscall, std::move(args), d.error, d.reason, d.error == EPERM && !d.unsupervised});
+    out.push_back({d.syscall, std::move(args), d.error, d.reason, d.decided || (d.error == EPERM && !d.unsupervised)});
   }
   for (const char* call : {"unshare", "clone"})
     for (auto flag : kNamespaceFlags) {

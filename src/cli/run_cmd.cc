@@ -22,6 +22,7 @@
 #include "platform/linux/process.h"
 #include "proxy/proxy.h"
 #include "src/child_env.h"
+#include "src/limits_audit.h"
 #include "src/proxy_audit.h"
 #include "platform/linux/spawn.h"
 #include "src/cli/args.h"
@@ -166,7 +167,7 @@ class AuditLog {
 };
 
 nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
-  return {{"namespaces",
+  nlohmann::json out = {{"namespaces",
            {{"user", r.userNamespace}, {"mount", r.mountNamespace}, {"pid", r.pidNamespace},
             {"network", r.networkNamespace}, {"ipc", r.ipcNamespace}, {"uts", r.utsNamespace},
             {"cgroup", r.cgroupNamespace}}},
@@ -175,11 +176,10 @@ nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
             {"scopes", r.landlockScopes}}},
           {"seccomp", r.seccomp},
           {"noNewPrivs", r.noNewPrivs},
-          // limits.pids: null when not asked for or not enforced (then a degradation says why)
-          {"pids", r.pidsLimit == platform::PidsMechanism::kNone
-                       ? nlohmann::json(nullptr)
-                       : nlohmann::json{{"mechanism", platform::pidsMechanismName(r.pidsLimit)}, {"cgroup", r.pidsCgroup}}},
           {"degradations", r.degradations}};
+  // "pids", "memory", "cpu": null when not asked for or not enforced (then a degradation says why)
+  out.update(limitEnforcementJson(r));
+  return out;
 }
 
 int execFailureCode(const platform::SpawnError& e) {
@@ -261,7 +261,7 @@ int run(const RunOptions& o) {
   child.onDenial = [&](const platform::SeccompDenial& d) {
     if (++denials <= kMaxDenialEvents)
       audit.write({{"event", "denial"}, {"layer", "seccomp"}, {"pid", d.pid}, {"syscall", d.syscall},
-                   {"args", d.args}, {"error", "EPERM"}});
+                   {"args", d.args}, {"error", strerrorname_np(d.error)}});
   };
   auto killAndReap = [&]() {
     // The sandbox's init is pid 1 of its pid namespace: killing it kills
@@ -269,6 +269,7 @@ int run(const RunOptions& o) {
     if (auto err = platform::signalChild(child.pidfd, SIGKILL)) printErr("stockade run: " + *err + "\n");
     return platform::waitExit(child);
   };
+  bool killedForLimit = false;
   for (;;) {
     auto event = platform::waitEvent(child, deadline, signals.get());
     if (auto* err = std::get_if<std::string>(&event)) {
@@ -291,12 +292,22 @@ int run(const RunOptions& o) {
                      {"signal", info.ssi_signo}, {"exitCode", code}, {"denials", denials}});
         return code;
       }
+      case platform::WaitEvent::kOverLimit:
+        // The whole sandbox goes; the exit below names the limit.
+        if (auto err = platform::signalChild(child.pidfd, SIGKILL)) printErr("stockade run: " + *err + "\n");
+        killedForLimit = true;
+        continue;
       case platform::WaitEvent::kExited: {
         auto status = platform::waitExit(child);
         if (auto* err = std::get_if<std::string>(&status)) throw Failure{*err};
         const auto& s = std::get<platform::ExitStatus>(status);
         nlohmann::json exit = {{"event", "exit"}, {"pid", child.pid}, {"exitCode", s.shellCode()}, {"denials", denials}};
         if (s.kind == platform::ExitStatus::Kind::kSignaled) exit["signal"] = s.value;
+        addExitUsage(exit, s);
+        if (s.limit) {
+          exit["reason"] = s.limit;
+          printErr("stockade run: " + limitMessage(s, rules.limits()) + (killedForLimit ? "; killed the sandbox\n" : "\n"));
+        }
         audit.write(exit);
         return s.shellCode();
       }

@@ -9,9 +9,12 @@
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <termios.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -128,7 +131,7 @@ TEST(SeccompTableTest, EveryRuleHasAReasonAndTheIssuesCallsAreCovered) {
 
 TEST(SeccompTableTest, NoRuleComparesAnArgumentTwice) {
   for (bool allowUnix : {false, true}) {
-    for (const auto& r : seccompRules({allowUnix})) {
+    for (const auto& r : seccompRules({.allowUnixSockets = allowUnix, .limitFileSize = true})) {
       std::vector<unsigned> seen;
       for (const auto& a : r.args) {
         EXPECT_EQ(std::count(seen.begin(), seen.end(), a.index), 0) << r.syscall << " " << r.reason;
@@ -142,17 +145,20 @@ TEST(SeccompTableTest, NoRuleComparesAnArgumentTwice) {
 // what the table compiles to now, for every options value.
 TEST(SeccompTableTest, TheBuiltInFilterIsTheTableCompiledNow) {
   for (bool allowUnix : {false, true}) {
-    auto compiled = compileSeccompFilter({allowUnix});
-    ASSERT_TRUE(std::holds_alternative<std::vector<sock_filter>>(compiled)) << std::get<std::string>(compiled);
-    const auto& expected = std::get<std::vector<sock_filter>>(compiled);
-    const auto builtIn = seccompProgram({allowUnix}).instructions;
-    EXPECT_GT(builtIn.size(), 10u);
-    ASSERT_EQ(builtIn.size(), expected.size()) << "allowUnixSockets=" << allowUnix;
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      EXPECT_EQ(builtIn[i].code, expected[i].code) << i;
-      EXPECT_EQ(builtIn[i].jt, expected[i].jt) << i;
-      EXPECT_EQ(builtIn[i].jf, expected[i].jf) << i;
-      EXPECT_EQ(builtIn[i].k, expected[i].k) << i;
+    for (bool limitFileSize : {false, true}) {
+      const SeccompOptions options{.allowUnixSockets = allowUnix, .limitFileSize = limitFileSize};
+      auto compiled = compileSeccompFilter(options);
+      ASSERT_TRUE(std::holds_alternative<std::vector<sock_filter>>(compiled)) << std::get<std::string>(compiled);
+      const auto& expected = std::get<std::vector<sock_filter>>(compiled);
+      const auto builtIn = seccompProgram(options).instructions;
+      EXPECT_GT(builtIn.size(), 10u);
+      ASSERT_EQ(builtIn.size(), expected.size()) << "allowUnixSockets=" << allowUnix << " limitFileSize=" << limitFileSize;
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(builtIn[i].code, expected[i].code) << i;
+        EXPECT_EQ(builtIn[i].jt, expected[i].jt) << i;
+        EXPECT_EQ(builtIn[i].jf, expected[i].jf) << i;
+        EXPECT_EQ(builtIn[i].k, expected[i].k) << i;
+      }
     }
   }
 }
@@ -242,6 +248,38 @@ TEST(SeccompFilterTest, DeniedCallsOutsideSocketsKeepTheirAnswers) {
   EXPECT_EQ(act({SYS_chmod, {0, 04755}}), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(act({SYS_chmod, {0, 0755}}), SECCOMP_RET_ALLOW);
   EXPECT_EQ(act({SYS_seccomp, {1, SECCOMP_FILTER_FLAG_NEW_LISTENER}}), SECCOMP_RET_ERRNO | EPERM);
+}
+
+// limits.fileSizeBytes (allocation_limit.h): fallocate() is handed to the
+// supervisor, which decides on its register arguments, only in the filter
+// for policies with that limit; the preallocation ioctls, whose range is in
+// memory, are refused by the filter itself.
+TEST(SeccompFilterTest, FallocateGoesToTheSupervisorOnlyUnderAFileSizeLimit) {
+  std::string why;
+  auto act = [&](const SeccompOptions& o, SeccompCall c) {
+    auto a = runFilter(seccompProgram(o).instructions, c, why);
+    EXPECT_TRUE(a) << why;
+    return a.value_or(0);
+  };
+  constexpr std::uint64_t kKeepSize = 1, kGiB = 1ULL << 30;
+  constexpr std::uint64_t kResvsp = 0x40305828, kResvsp64 = 0x4030582a, kZeroRange = 0x40305839;  // _IOW('X', 40/42/57, 48 bytes)
+  for (bool allowUnix : {false, true}) {
+    const SeccompOptions limited{.allowUnixSockets = allowUnix, .limitFileSize = true};
+    const SeccompOptions free{.allowUnixSockets = allowUnix, .limitFileSize = false};
+    EXPECT_EQ(act(limited, {SYS_fallocate, {3, kKeepSize, 0, kGiB}}), SECCOMP_RET_USER_NOTIF);
+    EXPECT_EQ(act(limited, {SYS_fallocate, {3, 0, 0, 4096}}), SECCOMP_RET_USER_NOTIF);  // every mode: the supervisor decides
+    EXPECT_EQ(act(free, {SYS_fallocate, {3, kKeepSize, 0, kGiB}}), SECCOMP_RET_ALLOW);
+    for (std::uint64_t request : {kResvsp, kResvsp64, kZeroRange}) {
+      EXPECT_EQ(act(limited, {SYS_ioctl, {3, request}}), SECCOMP_RET_ERRNO | EOPNOTSUPP) << std::hex << request;
+      EXPECT_EQ(act(free, {SYS_ioctl, {3, request}}), SECCOMP_RET_ALLOW) << std::hex << request;
+    }
+    // The neighbours keep their answers in the limited variant.
+    EXPECT_EQ(act(limited, {SYS_ioctl, {0, TIOCSTI}}), SECCOMP_RET_USER_NOTIF);
+    EXPECT_EQ(act(limited, {SYS_ioctl, {3, 0x40305829 /* FS_IOC_UNRESVSP: frees space */}}), SECCOMP_RET_ALLOW);
+    EXPECT_EQ(act(limited, {SYS_ftruncate, {3, kGiB}}), SECCOMP_RET_ALLOW);  // RLIMIT_FSIZE's
+    EXPECT_EQ(act(limited, {SYS_ptrace, {}}), SECCOMP_RET_USER_NOTIF);
+  }
+  EXPECT_STREQ(seccompSyscallName(SYS_fallocate), "fallocate");
 }
 
 }  // namespace
