@@ -4,6 +4,8 @@
 //   bwrap     bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true
 //   stockade  build/stockade run -- /bin/true   (default policy; whole CLI)
 //   spawn()   platform::spawn() + waitExit() in-process (default policy)
+// and the last two again under every limit (memoryBytes, pids, cpuSeconds,
+// fileSizeBytes: the sandbox cgroup, the fallocate filter variant).
 // Prints the median (and p10/p90) of each and the ratios the issue asks for.
 //
 // usage: spawn_latency [RUNS]   (default 200; at least 50)
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -77,24 +80,38 @@ int main(int argc, char** argv) {
   stockade::DeriveContext ctx = stockade::currentContext();
   ctx.cwd = cwd;
   ctx.tmpdir = "/tmp";
+  // The default policy, and the same with every limit (policy/examples/locked-down-runner.json's).
+  const char* kLimits = R"({"limits": {"memoryBytes": 536870912, "pids": 64, "cpuSeconds": 10, "fileSizeBytes": 16777216}})";
   auto derived = stockade::derive(stockade::SandboxPolicy::defaults(), ctx);
-  if (!std::holds_alternative<stockade::DerivedRules>(derived)) {
-    std::fprintf(stderr, "derive: %s\n", std::get<stockade::PolicyError>(derived).text().c_str());
-    return 1;
-  }
+  auto limitedDerived = stockade::derive(stockade::SandboxPolicy::fromJson(kLimits), ctx);
+  for (const auto* d : {&derived, &limitedDerived})
+    if (!std::holds_alternative<stockade::DerivedRules>(*d)) {
+      std::fprintf(stderr, "derive: %s\n", std::get<stockade::PolicyError>(*d).text().c_str());
+      return 1;
+    }
   const auto& rules = std::get<stockade::DerivedRules>(derived);
+  const auto& limitedRules = std::get<stockade::DerivedRules>(limitedDerived);
+  char policyPath[] = "/tmp/spawn-latency-limits-XXXXXX";
+  int policyFd = ::mkstemp(policyPath);
+  if (policyFd < 0) return 1;
+  ::close(policyFd);
+  std::ofstream(policyPath) << kLimits;
   const std::vector<std::string> bare = {"/bin/true"};
   const std::vector<std::string> bwrap = {"/usr/bin/bwrap", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev",
                                           "--proc", "/proc", "true"};
   const std::vector<std::string> cli = {STOCKADE_CLI_PATH, "run", "--", "/bin/true"};
-  Series series[4] = {{"bare /bin/true", {}}, {"bwrap --unshare-all", {}}, {"stockade run (CLI)", {}},
-                      {"platform::spawn()", {}}};
+  const std::vector<std::string> limitedCli = {STOCKADE_CLI_PATH, "run", "--policy", policyPath, "--", "/bin/true"};
+  Series series[6] = {{"bare /bin/true", {}},     {"bwrap --unshare-all", {}},
+                      {"stockade run (CLI)", {}}, {"platform::spawn()", {}},
+                      {"  ... CLI, all limits", {}}, {"  ... spawn(), all limits", {}}};
   bool haveBwrap = ::access(bwrap[0].c_str(), X_OK) == 0;
   for (int warm = 0; warm < 5; ++warm) {
     runExternal(bare);
     if (haveBwrap) runExternal(bwrap);
     runExternal(cli);
     runLibrary(rules, cwd);
+    runExternal(limitedCli);
+    runLibrary(limitedRules, cwd);
   }
   for (int i = 0; i < runs; ++i) {
     double t;
@@ -102,7 +119,10 @@ int main(int argc, char** argv) {
     if (haveBwrap && (t = runExternal(bwrap)) >= 0) series[1].ms.push_back(t);
     if ((t = runExternal(cli)) >= 0) series[2].ms.push_back(t);
     if ((t = runLibrary(rules, cwd)) >= 0) series[3].ms.push_back(t);
+    if ((t = runExternal(limitedCli)) >= 0) series[4].ms.push_back(t);
+    if ((t = runLibrary(limitedRules, cwd)) >= 0) series[5].ms.push_back(t);
   }
+  ::unlink(policyPath);
   std::printf("spawn latency of /bin/true, %d interleaved runs each (ms)\n", runs);
   std::printf("%-22s %8s %8s %8s %6s\n", "", "median", "p10", "p90", "ok");
   for (auto& s : series) {
@@ -116,6 +136,11 @@ int main(int argc, char** argv) {
   double bareMed = series[0].pct(0.5), cliMed = series[2].pct(0.5), libMed = series[3].pct(0.5);
   std::printf("\nstockade run / bare    = %.2fx   (target <= 4x)\n", cliMed / bareMed);
   std::printf("platform::spawn / bare = %.2fx\n", libMed / bareMed);
+  if (!series[4].ms.empty() && !series[5].ms.empty()) {
+    std::printf("CLI, all limits / CLI   = %.2fx   (%+.3f ms)\n", series[4].pct(0.5) / cliMed, series[4].pct(0.5) - cliMed);
+    std::printf("spawn(), all limits / spawn() = %.2fx   (%+.3f ms)\n", series[5].pct(0.5) / libMed,
+                series[5].pct(0.5) - libMed);
+  }
   if (!series[1].ms.empty()) {
     double bwrapMed = series[1].pct(0.5);
     std::printf("stockade run / bwrap   = %.2fx   (target < 1x)\n", cliMed / bwrapMed);

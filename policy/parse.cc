@@ -78,19 +78,24 @@ void checkKeys(const json& obj, const std::string& path, std::initializer_list<s
   }
 }
 
-std::vector<std::string> stringList(const json& obj, const std::string& section, const char* key) {
-  std::vector<std::string> out;
+// The bit of `field` in SandboxPolicy::given_.
+constexpr unsigned bit(PolicyField field) { return 1u << static_cast<unsigned>(field); }
+
+// A present key replaces `out` (which holds the default); a missing one leaves it.
+void stringList(const json& obj, const std::string& section, const char* key, PolicyField field,
+                std::vector<std::string>& out, unsigned& given) {
   auto it = obj.find(key);
-  if (it == obj.end()) return out;
+  if (it == obj.end()) return;
+  given |= bit(field);
   std::string path = section + "." + key;
   if (!it->is_array()) fail(path, std::string("must be an array of strings, not ") + typeName(*it));
+  out.clear();
   for (std::size_t i = 0; i < it->size(); ++i) {
     const json& v = (*it)[i];
     std::string at = path + "[" + std::to_string(i) + "]";
     if (!v.is_string()) fail(at, std::string("must be a string, not ") + typeName(v));
     out.push_back(v.get<std::string>());
   }
-  return out;
 }
 
 enum class GlobUse { kAllowed, kRefused };
@@ -105,53 +110,85 @@ void validatePath(const std::string& at, const std::string& p, GlobUse globs) {
     fail(at, policy::quote(p) + " contains a glob character (*, ?, [); globs are only supported in filesystem.denyRead");
 }
 
-std::uint64_t limitValue(const json& obj, const char* key) {
+void limitValue(const json& obj, const char* key, PolicyField field, std::uint64_t& out, unsigned& given) {
   auto it = obj.find(key);
-  if (it == obj.end()) return 0;
+  if (it == obj.end()) return;
+  given |= bit(field);
   if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<std::int64_t>() >= 0))
     fail(std::string("limits.") + key,
          (it->is_number() ? it->dump() + " is not a non-negative integer" : std::string("must be a number, not ") + typeName(*it)) +
              "; use 0 for no limit");
-  return it->get<std::uint64_t>();
+  out = it->get<std::uint64_t>();
 }
 
+// Starts at the bundled default's values (the members' initialisers); the
+// keys present replace them.
 struct Parts {
   FilesystemPolicy fs;
   NetworkPolicy net;
   EnvPolicy env;
   Limits limits;
+  unsigned given = 0;
 };
 
 Parts partsFromJson(const json& root) {
+  using F = PolicyField;
   Parts p;
+  unsigned& g = p.given;
   checkKeys(root, "", {"filesystem", "network", "env", "limits"});
   if (auto fs = root.find("filesystem"); fs != root.end()) {
     checkKeys(*fs, "filesystem", {"denyRead", "allowRead", "allowWrite", "denyWrite"});
-    p.fs.denyRead = stringList(*fs, "filesystem", "denyRead");
-    p.fs.allowRead = stringList(*fs, "filesystem", "allowRead");
-    p.fs.allowWrite = stringList(*fs, "filesystem", "allowWrite");
-    p.fs.denyWrite = stringList(*fs, "filesystem", "denyWrite");
+    stringList(*fs, "filesystem", "denyRead", F::kDenyRead, p.fs.denyRead, g);
+    stringList(*fs, "filesystem", "allowRead", F::kAllowRead, p.fs.allowRead, g);
+    stringList(*fs, "filesystem", "allowWrite", F::kAllowWrite, p.fs.allowWrite, g);
+    stringList(*fs, "filesystem", "denyWrite", F::kDenyWrite, p.fs.denyWrite, g);
   }
   if (auto net = root.find("network"); net != root.end()) {
     checkKeys(*net, "network", {"allowedDomains", "deniedDomains", "allowUnixSockets", "allowLocalBinding"});
-    p.net.allowedDomains = stringList(*net, "network", "allowedDomains");
-    p.net.deniedDomains = stringList(*net, "network", "deniedDomains");
-    p.net.allowUnixSockets = stringList(*net, "network", "allowUnixSockets");
+    stringList(*net, "network", "allowedDomains", F::kAllowedDomains, p.net.allowedDomains, g);
+    stringList(*net, "network", "deniedDomains", F::kDeniedDomains, p.net.deniedDomains, g);
+    stringList(*net, "network", "allowUnixSockets", F::kAllowUnixSockets, p.net.allowUnixSockets, g);
     if (auto b = net->find("allowLocalBinding"); b != net->end()) {
+      g |= bit(F::kAllowLocalBinding);
       if (!b->is_boolean()) fail("network.allowLocalBinding", std::string("must be true or false, not ") + typeName(*b));
       p.net.allowLocalBinding = b->get<bool>();
     }
   }
   if (auto env = root.find("env"); env != root.end()) {
     checkKeys(*env, "env", {"allow"});
-    p.env.allow = stringList(*env, "env", "allow");
+    stringList(*env, "env", "allow", F::kEnvAllow, p.env.allow, g);
   }
   if (auto lim = root.find("limits"); lim != root.end()) {
     checkKeys(*lim, "limits", {"memoryBytes", "pids", "cpuSeconds", "fileSizeBytes"});
-    p.limits = {limitValue(*lim, "memoryBytes"), limitValue(*lim, "pids"), limitValue(*lim, "cpuSeconds"),
-                limitValue(*lim, "fileSizeBytes")};
+    limitValue(*lim, "memoryBytes", F::kMemoryBytes, p.limits.memoryBytes, g);
+    limitValue(*lim, "pids", F::kPids, p.limits.pids, g);
+    limitValue(*lim, "cpuSeconds", F::kCpuSeconds, p.limits.cpuSeconds, g);
+    limitValue(*lim, "fileSizeBytes", F::kFileSizeBytes, p.limits.fileSizeBytes, g);
   }
   return p;
+}
+
+// make() cannot see which members were left out: a value equal to the
+// bundled default's counts as the default.
+unsigned givenByValue(const Parts& p) {
+  using F = PolicyField;
+  const detail::BundledDefaults& d = detail::bundledDefaults();
+  unsigned g = 0;
+  auto mark = [&](bool differs, F field) { g |= differs ? bit(field) : 0u; };
+  mark(p.fs.denyRead != d.denyRead, F::kDenyRead);
+  mark(p.fs.allowRead != d.allowRead, F::kAllowRead);
+  mark(p.fs.allowWrite != d.allowWrite, F::kAllowWrite);
+  mark(p.fs.denyWrite != d.denyWrite, F::kDenyWrite);
+  mark(p.net.allowedDomains != d.allowedDomains, F::kAllowedDomains);
+  mark(p.net.deniedDomains != d.deniedDomains, F::kDeniedDomains);
+  mark(p.net.allowUnixSockets != d.allowUnixSockets, F::kAllowUnixSockets);
+  mark(p.net.allowLocalBinding != d.allowLocalBinding, F::kAllowLocalBinding);
+  mark(p.env.allow != d.envAllow, F::kEnvAllow);
+  mark(p.limits.memoryBytes != d.memoryBytes, F::kMemoryBytes);
+  mark(p.limits.pids != d.pids, F::kPids);
+  mark(p.limits.cpuSeconds != d.cpuSeconds, F::kCpuSeconds);
+  mark(p.limits.fileSizeBytes != d.fileSizeBytes, F::kFileSizeBytes);
+  return g;
 }
 
 void validate(const Parts& p) {
@@ -218,7 +255,7 @@ std::variant<SandboxPolicy, PolicyError> SandboxPolicy::parse(std::string_view t
     json root = parseStrict(text);
     Parts parts = partsFromJson(root);
     validate(parts);
-    return assemble(std::move(parts.fs), std::move(parts.net), std::move(parts.env), parts.limits);
+    return assemble(std::move(parts.fs), std::move(parts.net), std::move(parts.env), parts.limits, parts.given);
   } catch (const Invalid& e) {
     return e.error;
   } catch (const std::exception& e) {
@@ -239,21 +276,49 @@ SandboxPolicy SandboxPolicy::make(FilesystemPolicy fs, NetworkPolicy net, EnvPol
   } catch (const Invalid& e) {
     throw SandboxError(ErrorCode::kInvalidPolicy, e.error.text());
   }
-  return assemble(std::move(parts.fs), std::move(parts.net), std::move(parts.env), parts.limits);
+  unsigned given = givenByValue(parts);
+  return assemble(std::move(parts.fs), std::move(parts.net), std::move(parts.env), parts.limits, given);
 }
 
-SandboxPolicy SandboxPolicy::assemble(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env, Limits limits) {
+SandboxPolicy SandboxPolicy::assemble(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env, Limits limits,
+                                      unsigned given) {
   SandboxPolicy out;
   out.fs_ = std::move(fs);
   out.net_ = std::move(net);
   out.env_ = std::move(env);
   out.limits_ = limits;
+  out.given_ = given;
   return out;
 }
 
 std::string_view SandboxPolicy::defaultJson() noexcept { return policy_internal::kDefaultPolicyJson; }
 
-SandboxPolicy SandboxPolicy::defaults() { return fromJson(defaultJson()); }
+// The members' initialisers are the bundled default's values (a unit test
+// checks they are what parsing default.json gives).
+SandboxPolicy SandboxPolicy::defaults() { return assemble({}, {}, {}, {}, 0); }
+
+ValueSource SandboxPolicy::source(PolicyField field) const noexcept {
+  return (given_ & bit(field)) ? ValueSource::kGiven : ValueSource::kDefault;
+}
+
+std::string_view policyFieldPath(PolicyField field) noexcept {
+  switch (field) {
+    case PolicyField::kDenyRead: return "filesystem.denyRead";
+    case PolicyField::kAllowRead: return "filesystem.allowRead";
+    case PolicyField::kAllowWrite: return "filesystem.allowWrite";
+    case PolicyField::kDenyWrite: return "filesystem.denyWrite";
+    case PolicyField::kAllowedDomains: return "network.allowedDomains";
+    case PolicyField::kDeniedDomains: return "network.deniedDomains";
+    case PolicyField::kAllowUnixSockets: return "network.allowUnixSockets";
+    case PolicyField::kAllowLocalBinding: return "network.allowLocalBinding";
+    case PolicyField::kEnvAllow: return "env.allow";
+    case PolicyField::kMemoryBytes: return "limits.memoryBytes";
+    case PolicyField::kPids: return "limits.pids";
+    case PolicyField::kCpuSeconds: return "limits.cpuSeconds";
+    case PolicyField::kFileSizeBytes: return "limits.fileSizeBytes";
+  }
+  return "";
+}
 
 std::string SandboxPolicy::toJson() const {
   json j = {

@@ -51,6 +51,10 @@ struct Completion {
   int exitCode = 0;                        // the exit code, or 128 + signal
   bool failed = false;                     // exitCode != 0
   std::optional<std::string> signalCode;   // "SIGKILL" when a signal ended it
+  // The whole-sandbox limit the child reached: "limits.memoryBytes" or
+  // "limits.cpuSeconds" (the sandbox was killed for it: exitCode 137),
+  // "limits.pids" (a fork failed with EAGAIN; the exit is the program's own).
+  std::optional<std::string> limit;
 };
 
 struct RunOptions {
@@ -64,6 +68,8 @@ struct RunOptions {
   // Per-call policy: its filesystem part REPLACES the session's for this one
   // child and must be a narrowing of it; its network part must equal the
   // session's (as a set) or strictly narrow it, honoured for this child alone.
+  // Like every policy it is complete: a field it leaves out takes the bundled
+  // default's value (policy.h), never the session's.
   std::optional<SandboxPolicy> policy;
   std::stop_token stop;                    // stop: kill the child's process group, settle `completed`
   // NAME -> IP literal, used by the proxy instead of DNS for this child (the

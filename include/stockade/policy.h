@@ -10,7 +10,18 @@
 //                "allowLocalBinding": false},
 //    "env": {"allow": []},
 //    "limits": {"memoryBytes": 0, "pids": 0, "cpuSeconds": 0, "fileSizeBytes": 0}}
-// Every section and field is optional; unknown keys are errors.
+// Unknown keys are errors.
+//
+// OMITTED MEANS DEFAULT, everywhere: a section or field that a policy leaves
+// out takes the bundled default policy's value (policy/default.json: credential
+// stores read-denied, "." writable, env PATH HOME LANG TERM, no network); an
+// explicit value, `[]` included, replaces it. In JSON that is a missing key; in
+// C++ it is a member left out of the designated initialiser, because every
+// member below starts at the bundled default's value:
+//   make({.allowWrite = {"/srv/out"}}, {.allowedDomains = {"github.com"}}, {})
+// keeps the default denyRead and env.allow; `.denyRead = {}` empties it.
+// A per-call policy (RunOptions::policy) is a policy like any other: what it
+// leaves out is the bundled default's, never the session's.
 #pragma once
 
 #include <cstdint>
@@ -21,34 +32,71 @@
 
 namespace stockade {
 
+namespace detail {
+// The bundled default policy's values (generated from policy/default.json at
+// build time): the starting value of every member below.
+struct BundledDefaults {
+  std::vector<std::string> denyRead, allowRead, allowWrite, denyWrite;
+  std::vector<std::string> allowedDomains, deniedDomains, allowUnixSockets;
+  bool allowLocalBinding;
+  std::vector<std::string> envAllow;
+  std::uint64_t memoryBytes, pids, cpuSeconds, fileSizeBytes;
+};
+const BundledDefaults& bundledDefaults() noexcept;
+}  // namespace detail
+
 struct FilesystemPolicy {
-  std::vector<std::string> denyRead;    // paths or globs (`**/*.pem`)
-  std::vector<std::string> allowRead;   // carve-outs inside denied trees
-  std::vector<std::string> allowWrite;  // the only writable trees
-  std::vector<std::string> denyWrite;   // read-only inside writable trees
+  std::vector<std::string> denyRead = detail::bundledDefaults().denyRead;      // paths or globs (`**/*.pem`)
+  std::vector<std::string> allowRead = detail::bundledDefaults().allowRead;    // carve-outs inside denied trees
+  std::vector<std::string> allowWrite = detail::bundledDefaults().allowWrite;  // the only writable trees
+  std::vector<std::string> denyWrite = detail::bundledDefaults().denyWrite;    // read-only inside writable trees
   bool operator==(const FilesystemPolicy&) const = default;
 };
 
 struct NetworkPolicy {
-  std::vector<std::string> allowedDomains;  // "host", "*.host", "host:port", "[v6]:port"
-  std::vector<std::string> deniedDomains;   // win over allowedDomains
-  std::vector<std::string> allowUnixSockets;
-  bool allowLocalBinding = false;
+  // "host", "*.host", "host:port", "[v6]:port"
+  std::vector<std::string> allowedDomains = detail::bundledDefaults().allowedDomains;
+  std::vector<std::string> deniedDomains = detail::bundledDefaults().deniedDomains;  // win over allowedDomains
+  std::vector<std::string> allowUnixSockets = detail::bundledDefaults().allowUnixSockets;
+  bool allowLocalBinding = detail::bundledDefaults().allowLocalBinding;
   bool operator==(const NetworkPolicy&) const = default;
 };
 
 struct EnvPolicy {
-  std::vector<std::string> allow;  // host variable names the child inherits
+  std::vector<std::string> allow = detail::bundledDefaults().envAllow;  // host variable names the child inherits
   bool operator==(const EnvPolicy&) const = default;
 };
 
 // 0 means "no limit".
 struct Limits {
-  std::uint64_t memoryBytes = 0;
-  std::uint64_t pids = 0;
-  std::uint64_t cpuSeconds = 0;
-  std::uint64_t fileSizeBytes = 0;
+  std::uint64_t memoryBytes = detail::bundledDefaults().memoryBytes;
+  std::uint64_t pids = detail::bundledDefaults().pids;
+  std::uint64_t cpuSeconds = detail::bundledDefaults().cpuSeconds;
+  std::uint64_t fileSizeBytes = detail::bundledDefaults().fileSizeBytes;
   bool operator==(const Limits&) const = default;
+};
+
+// Every field of a policy, in the order of the JSON format.
+enum class PolicyField : unsigned {
+  kDenyRead, kAllowRead, kAllowWrite, kDenyWrite,
+  kAllowedDomains, kDeniedDomains, kAllowUnixSockets, kAllowLocalBinding,
+  kEnvAllow,
+  kMemoryBytes, kPids, kCpuSeconds, kFileSizeBytes,
+};
+inline constexpr PolicyField kAllPolicyFields[] = {
+    PolicyField::kDenyRead,       PolicyField::kAllowRead,        PolicyField::kAllowWrite,
+    PolicyField::kDenyWrite,      PolicyField::kAllowedDomains,   PolicyField::kDeniedDomains,
+    PolicyField::kAllowUnixSockets, PolicyField::kAllowLocalBinding, PolicyField::kEnvAllow,
+    PolicyField::kMemoryBytes,    PolicyField::kPids,             PolicyField::kCpuSeconds,
+    PolicyField::kFileSizeBytes,
+};
+// The field's JSON path: "filesystem.denyRead", "limits.pids", ...
+std::string_view policyFieldPath(PolicyField field) noexcept;
+
+// Where a field's value came from.
+enum class ValueSource {
+  kDefault,  // left out: the bundled default's value
+  kGiven,    // written in the policy
 };
 
 // A validation failure: `path` is the JSON path of the offending value
@@ -61,16 +109,23 @@ struct PolicyError {
 
 class SandboxPolicy {
  public:
-  // Parses and validates JSON text. Never throws.
+  // Parses and validates JSON text; a missing key takes the bundled default's
+  // value. Never throws.
   static std::variant<SandboxPolicy, PolicyError> parse(std::string_view json) noexcept;
   // As parse(), throwing SandboxError{kInvalidPolicy} naming the field.
   static SandboxPolicy fromJson(std::string_view json);
-  // Validates parts built in code; throws SandboxError{kInvalidPolicy}.
+  // Validates parts built in code (members left out hold the bundled
+  // default's values); throws SandboxError{kInvalidPolicy}.
   static SandboxPolicy make(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env,
                             Limits limits = {});
   // The bundled default policy (policy/default.json, compiled in).
   static SandboxPolicy defaults();
   static std::string_view defaultJson() noexcept;
+
+  // Where `field`'s value came from. For parse(): kGiven when the text has
+  // the key. For make(), which cannot tell a member left out from one written
+  // with the same value: kDefault when the value equals the bundled default's.
+  ValueSource source(PolicyField field) const noexcept;
 
   const FilesystemPolicy& filesystem() const noexcept { return fs_; }
   const NetworkPolicy& network() const noexcept { return net_; }
@@ -80,15 +135,20 @@ class SandboxPolicy {
   // Re-serialises the policy (all sections, fields as written).
   std::string toJson() const;
 
-  bool operator==(const SandboxPolicy&) const = default;
+  // Equal values; where they came from does not count.
+  bool operator==(const SandboxPolicy& o) const noexcept {
+    return fs_ == o.fs_ && net_ == o.net_ && env_ == o.env_ && limits_ == o.limits_;
+  }
 
  private:
   SandboxPolicy() = default;
-  static SandboxPolicy assemble(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env, Limits limits);
+  static SandboxPolicy assemble(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env, Limits limits,
+                                unsigned given);
   FilesystemPolicy fs_;
   NetworkPolicy net_;
   EnvPolicy env_;
   Limits limits_;
+  unsigned given_ = 0;  // bit (1 << PolicyField) set: the field's source is kGiven
 };
 
 }  // namespace stockade

@@ -1,5 +1,5 @@
-// ASYNC-SIGNAL-SAFE: joinPidsCgroup() only (it runs between clone and
-// exec). Everything else runs in the parent.
+// ASYNC-SIGNAL-SAFE: joinCgroups() only (it runs between clone and exec).
+// Everything else runs in the parent.
 #include "platform/linux/cgroup.h"
 
 #include <fcntl.h>
@@ -9,11 +9,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -23,6 +25,21 @@ namespace {
 // The kernel's PID_MAX_LIMIT on 64-bit (include/linux/threads.h): pids.max
 // accepts 0..PID_MAX_LIMIT or "max".
 constexpr std::uint64_t kPidMaxLimit = 4 * 1024 * 1024;
+
+constexpr CgroupController kControllers[] = {CgroupController::kPids, CgroupController::kMemory,
+                                             CgroupController::kCpu};
+
+unsigned bit(CgroupController c) { return 1u << static_cast<unsigned>(c); }
+
+// The controller's name in a v1 mount's options and /proc/self/cgroup.
+const char* v1Name(CgroupController c) {
+  switch (c) {
+    case CgroupController::kPids: return "pids";
+    case CgroupController::kMemory: return "memory";
+    case CgroupController::kCpu: return "cpuacct";  // time accounting; "cpu" is the scheduler's weights
+  }
+  return "?";
+}
 
 std::string errnoText(int err) {
   const char* name = strerrorname_np(err);
@@ -111,49 +128,141 @@ std::string trimmed(std::string s) {
   return s;
 }
 
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// Whether the host has swap in use: then a memory limit that does not cover
+// swap can be dodged by swapping out.
+bool hostHasSwap() {
+  auto swaps = readSmallFile("/proc/swaps");  // a header line, then one line per device
+  return swaps && swaps->find('\n') != std::string::npos && swaps->find('\n') + 1 < swaps->size();
+}
+
 // May we create a child cgroup in `dir` (and, for cgroup2, move tasks through
 // it)? nullopt: yes; else why not.
-std::optional<std::string> creatable(const PidsHierarchy& h) {
+std::optional<std::string> creatable(const CgroupHierarchy& h) {
   if (::faccessat(AT_FDCWD, h.ownCgroupDir.c_str(), W_OK | X_OK, AT_EACCESS) != 0)
     return "cannot create a cgroup there: access(W_OK) failed: " + errnoText(errno);
   // Moving a task in cgroup2 needs write access to the common ancestor's
   // cgroup.procs: ours.
-  if (h.mechanism == PidsMechanism::kCgroup2 &&
+  if (h.mechanism == LimitMechanism::kCgroup2 &&
       ::faccessat(AT_FDCWD, (h.ownCgroupDir + "/cgroup.procs").c_str(), W_OK, AT_EACCESS) != 0)
     return "cannot move tasks there: access(\"cgroup.procs\", W_OK) failed: " + errnoText(errno);
   return std::nullopt;
 }
 
-std::optional<std::string> unusableReason(const PidsHierarchy& h) {
-  if (h.mechanism == PidsMechanism::kCgroup2) {
+std::optional<std::string> unusableReason(const CgroupHierarchy& h, CgroupController c, bool swap) {
+  const std::string name = cgroupControllerName(c);
+  // cpu.stat (usage_usec) is in every cgroup2 cgroup, controller or not.
+  if (h.mechanism == LimitMechanism::kCgroup2 && c != CgroupController::kCpu) {
     auto controllers = readSmallFile(h.ownCgroupDir + "/cgroup.controllers");
     if (!controllers) return "cannot read cgroup.controllers";
-    if (!hasToken(trimmed(*controllers), "pids", ' '))
-      return "the pids controller is not available (cgroup.controllers: \"" + trimmed(*controllers) + "\")";
+    if (!hasToken(trimmed(*controllers), name, ' '))
+      return "the " + name + " controller is not available (cgroup.controllers: \"" + trimmed(*controllers) + "\")";
     auto subtree = readSmallFile(h.ownCgroupDir + "/cgroup.subtree_control");
     if (!subtree) return "cannot read cgroup.subtree_control";
-    if (!hasToken(trimmed(*subtree), "pids", ' '))
-      return "pids is not enabled for child cgroups (cgroup.subtree_control: \"" + trimmed(*subtree) +
-             "\"; a delegating manager writes \"+pids\" there)";
+    if (!hasToken(trimmed(*subtree), name, ' '))
+      return name + " is not enabled for child cgroups (cgroup.subtree_control: \"" + trimmed(*subtree) +
+             "\"; a delegating manager writes \"+" + name + "\" there)";
+  }
+  // Swap must be inside the limit. A cgroup2 root has no memory.swap.max of
+  // its own; create() checks the new cgroup then.
+  if (c == CgroupController::kMemory && swap) {
+    const char* file = h.mechanism == LimitMechanism::kCgroup2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes";
+    if (!exists(h.ownCgroupDir + "/" + file) &&
+        (h.mechanism == LimitMechanism::kCgroupV1 || exists(h.ownCgroupDir + "/memory.max")))
+      return std::string("the host has swap and the memory controller does not account it (no ") + file +
+             "; swapaccount=0?): pages swapped out would be outside the limit";
   }
   return creatable(h);
 }
 
 std::atomic<unsigned> gNextCgroup{0};
 
+// Removes the empty sandbox cgroups that supervisors which died without
+// cleaning up (SIGKILL) left beside ours: `stockade-<pid>-<n>` whose pid is
+// no longer alive. Once per directory per process. A cgroup that still has
+// tasks cannot be removed (EBUSY) and stays; a pid reused by another process
+// keeps its directories until that process is gone too.
+void sweepAbandoned(const std::string& dir) {
+  static std::mutex mu;
+  static std::set<std::string> swept;
+  std::lock_guard lock(mu);
+  if (!swept.insert(dir).second) return;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with("stockade-")) continue;
+    std::size_t dash = name.find('-', 9);
+    if (dash == std::string::npos) continue;
+    long pid = std::strtol(name.c_str() + 9, nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
+  }
+}
+
+// Writes `value` to the cgroup file `name`: 0, or the errno of the failed
+// open() or write(), with `error` naming the call.
+int writeFile(int dir, const std::string& dirPath, const char* name, const std::string& value, std::string& error) {
+  UniqueFd file(::openat(dir, name, O_WRONLY | O_CLOEXEC));
+  if (!file) {
+    const int err = errno;
+    error = "open(\"" + dirPath + "/" + name + "\", O_WRONLY) failed: " + errnoText(err);
+    return err;
+  }
+  if (::write(file.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+    const int err = errno;
+    error = "write(\"" + dirPath + "/" + name + "\", \"" + value + "\") failed: " + errnoText(err);
+    return err;
+  }
+  return 0;
+}
+
+// The text of a small counter file (kernfs regenerates it on every open), or
+// the failed call.
+std::variant<std::string, int> readCounter(int dir, const char* name) {
+  UniqueFd file(::openat(dir, name, O_RDONLY | O_CLOEXEC));
+  char buf[2048];
+  ssize_t n = file ? ::read(file.get(), buf, sizeof buf) : -1;
+  if (n < 0) return errno;
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// The number after `key` at the start of a line of `text` ("usage_usec 123").
+std::optional<std::uint64_t> keyedValue(std::string_view text, std::string_view key) {
+  for (auto line : split(text, '\n')) {
+    if (!line.starts_with(key) || line.size() <= key.size() || line[key.size()] != ' ') continue;
+    std::string_view number = line.substr(key.size() + 1);
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec == std::errc()) return value;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-const char* pidsMechanismName(PidsMechanism mechanism) noexcept {
-  switch (mechanism) {
-    case PidsMechanism::kNone: return "none";
-    case PidsMechanism::kCgroup2: return "cgroup2";
-    case PidsMechanism::kCgroupV1: return "cgroup-v1";
+const char* cgroupControllerName(CgroupController controller) noexcept {
+  switch (controller) {
+    case CgroupController::kPids: return "pids";
+    case CgroupController::kMemory: return "memory";
+    case CgroupController::kCpu: return "cpu";
   }
   return "unknown";
 }
 
-std::vector<PidsHierarchy> pidsHierarchies(std::string_view mountinfo, std::string_view procCgroup) {
-  std::optional<std::string> unifiedPath, pidsV1Path;
+const char* limitMechanismName(LimitMechanism mechanism) noexcept {
+  switch (mechanism) {
+    case LimitMechanism::kNone: return "none";
+    case LimitMechanism::kCgroup2: return "cgroup2";
+    case LimitMechanism::kCgroupV1: return "cgroup-v1";
+    case LimitMechanism::kRlimit: return "rlimit";
+  }
+  return "unknown";
+}
+
+std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::string_view procCgroup) {
+  std::optional<std::string> unifiedPath;
+  std::vector<std::pair<std::string, std::string>> v1Paths;  // controller list, path
   for (auto line : split(procCgroup, '\n')) {
     // hierarchy-id:controllers:path (the path may itself contain ':')
     auto first = line.find(':');
@@ -165,153 +274,295 @@ std::vector<PidsHierarchy> pidsHierarchies(std::string_view mountinfo, std::stri
     std::string path(line.substr(second + 1));
     if (!path.starts_with("/")) continue;
     if (id == "0" && controllers.empty()) unifiedPath = path;
-    else if (hasToken(controllers, "pids", ',')) pidsV1Path = path;
+    else v1Paths.emplace_back(controllers, std::move(path));
   }
-  std::vector<PidsHierarchy> cgroup2, v1;
-  auto add = [](std::vector<PidsHierarchy>& to, PidsMechanism m, std::string dir) {
+  std::vector<CgroupHierarchy> cgroup2, v1;
+  auto add = [](std::vector<CgroupHierarchy>& to, LimitMechanism m, std::string dir, unsigned controllers) {
     for (const auto& h : to)
       if (h.ownCgroupDir == dir) return;
-    to.push_back({m, std::move(dir)});
+    to.push_back({m, std::move(dir), controllers});
   };
   for (const auto& mount : cgroupMounts(mountinfo)) {
-    if (mount.fsType == "cgroup2" && unifiedPath) {
-      if (auto dir = dirInMount(mount, *unifiedPath)) add(cgroup2, PidsMechanism::kCgroup2, *dir);
-    } else if (mount.fsType == "cgroup" && pidsV1Path && hasToken(mount.superOptions, "pids", ',')) {
-      if (auto dir = dirInMount(mount, *pidsV1Path)) add(v1, PidsMechanism::kCgroupV1, *dir);
+    if (mount.fsType == "cgroup2") {
+      if (!unifiedPath) continue;
+      if (auto dir = dirInMount(mount, *unifiedPath))
+        add(cgroup2, LimitMechanism::kCgroup2, *dir, bit(CgroupController::kPids) | bit(CgroupController::kMemory) |
+                                                         bit(CgroupController::kCpu));
+      continue;
+    }
+    unsigned controllers = 0;
+    for (auto c : kControllers)
+      if (hasToken(mount.superOptions, v1Name(c), ',')) controllers |= bit(c);
+    if (controllers == 0) continue;
+    // Our path in this hierarchy: the /proc/self/cgroup line naming one of its controllers.
+    for (const auto& [names, path] : v1Paths) {
+      bool same = false;
+      for (auto c : kControllers)
+        if ((controllers & bit(c)) && hasToken(names, v1Name(c), ',')) same = true;
+      if (!same) continue;
+      if (auto dir = dirInMount(mount, path)) add(v1, LimitMechanism::kCgroupV1, *dir, controllers);
+      break;
     }
   }
   cgroup2.insert(cgroup2.end(), v1.begin(), v1.end());
   return cgroup2;
 }
 
-std::variant<PidsHierarchy, std::string> findPidsController() {
-  auto mountinfo = readSmallFile("/proc/self/mountinfo");
-  auto procCgroup = readSmallFile("/proc/self/cgroup");
-  if (!mountinfo || !procCgroup) return std::string("cannot read /proc/self/mountinfo and /proc/self/cgroup");
-  auto candidates = pidsHierarchies(*mountinfo, *procCgroup);
-  std::string reasons;
-  for (auto& h : candidates) {
-    auto why = unusableReason(h);
-    if (!why) return std::move(h);
-    if (!reasons.empty()) reasons += "; ";
-    reasons += std::string(pidsMechanismName(h.mechanism)) + " " + h.ownCgroupDir + ": " + *why;
+const std::variant<CgroupHierarchy, std::string>& CgroupControllers::of(CgroupController c) const noexcept {
+  switch (c) {
+    case CgroupController::kPids: return pids;
+    case CgroupController::kMemory: return memory;
+    case CgroupController::kCpu: return cpu;
   }
-  if (candidates.empty()) return std::string("no cgroup hierarchy with the pids controller is mounted");
-  return "no usable pids cgroup (" + reasons + "); run as root, or in a cgroup delegated to this user with pids enabled";
+  return pids;
 }
 
-PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
+CgroupControllers findCgroupControllers() {
+  CgroupControllers found;
+  auto mountinfo = readSmallFile("/proc/self/mountinfo");
+  auto procCgroup = readSmallFile("/proc/self/cgroup");
+  if (!mountinfo || !procCgroup) {
+    found.pids = found.memory = found.cpu = std::string("cannot read /proc/self/mountinfo and /proc/self/cgroup");
+    return found;
+  }
+  const auto candidates = cgroupHierarchies(*mountinfo, *procCgroup);
+  const bool swap = hostHasSwap();
+  for (auto c : kControllers) {
+    auto& slot = c == CgroupController::kPids ? found.pids : c == CgroupController::kMemory ? found.memory : found.cpu;
+    const std::string name = cgroupControllerName(c);
+    std::string reasons;
+    bool any = false, chosen = false;
+    for (const auto& h : candidates) {
+      if (!h.has(c)) continue;
+      any = true;
+      auto why = unusableReason(h, c, swap);
+      if (!why) {
+        slot = h;
+        chosen = true;
+        break;
+      }
+      if (!reasons.empty()) reasons += "; ";
+      reasons += std::string(limitMechanismName(h.mechanism)) + " " + h.ownCgroupDir + ": " + *why;
+    }
+    if (chosen) continue;
+    if (!any) slot = "no cgroup hierarchy with the " + name + " controller is mounted";
+    else
+      slot = "no usable " + name + " cgroup (" + reasons + "); run as root, or in a cgroup delegated to this user" +
+             (c == CgroupController::kCpu ? "" : " with " + name + " enabled");
+  }
+  return found;
+}
+
+std::variant<CgroupHierarchy, std::string> findCgroupController(CgroupController controller) {
+  return findCgroupControllers().of(controller);
+}
+
+const char* limitToKillFor(const CgroupUsage& usage, const CgroupLimits& limits) noexcept {
+  if (limits.memoryBytes != 0 && usage.oomKills > 0) return "limits.memoryBytes";
+  // Whole seconds compared, so no multiplication can overflow.
+  if (limits.cpuSeconds != 0 && usage.cpuNanoseconds && *usage.cpuNanoseconds / 1'000'000'000 >= limits.cpuSeconds)
+    return "limits.cpuSeconds";
+  return nullptr;
+}
+
+const char* limitReached(const CgroupUsage& usage, const CgroupLimits& limits) noexcept {
+  if (const char* kill = limitToKillFor(usage, limits)) return kill;
+  if (limits.pids != 0 && usage.forksRefused > 0) return "limits.pids";
+  return nullptr;
+}
+
+SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
   if (this != &other) {
     (void)remove();
-    mechanism_ = std::exchange(other.mechanism_, PidsMechanism::kNone);
-    path_ = std::move(other.path_);
-    dir_ = std::move(other.dir_);
+    dirs_ = std::move(other.dirs_);
+    other.dirs_.clear();
+    limits_ = other.limits_;
   }
   return *this;
 }
 
-PidsCgroup::~PidsCgroup() { (void)remove(); }
+SandboxCgroup::~SandboxCgroup() { (void)remove(); }
 
-namespace {
-
-// Removes the empty sandbox cgroups that supervisors which died without
-// cleaning up (SIGKILL) left beside ours: `stockade-<pid>-<n>` whose pid is
-// no longer alive. Once per process. A cgroup that still has tasks cannot be
-// removed (EBUSY) and stays; a pid reused by another process keeps its
-// directories until that process is gone too.
-void sweepAbandoned(const std::string& dir) {
-  static std::once_flag once;
-  std::call_once(once, [&dir] {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      std::string name = entry.path().filename().string();
-      if (!name.starts_with("stockade-")) continue;
-      std::size_t dash = name.find('-', 9);
-      if (dash == std::string::npos) continue;
-      long pid = std::strtol(name.c_str() + 9, nullptr, 10);
-      if (pid <= 0 || pid == ::getpid()) continue;
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::rmdir(entry.path().c_str());
-    }
-  });
+const SandboxCgroup::Dir* SandboxCgroup::dirOf(CgroupController c) const noexcept {
+  for (const auto& d : dirs_)
+    if (d.controllers & bit(c)) return &d;
+  return nullptr;
 }
 
-}  // namespace
+LimitMechanism SandboxCgroup::mechanismOf(CgroupController c) const noexcept {
+  const Dir* d = dirOf(c);
+  return d ? d->mechanism : LimitMechanism::kNone;
+}
 
-std::variant<PidsCgroup, std::string> PidsCgroup::create(const PidsHierarchy& hierarchy, std::uint64_t maxTasks) {
-  sweepAbandoned(hierarchy.ownCgroupDir);
-  PidsCgroup cgroup;
-  cgroup.mechanism_ = hierarchy.mechanism;
-  for (int attempt = 0;; ++attempt) {
-    std::string path = hierarchy.ownCgroupDir + "/stockade-" + std::to_string(::getpid()) + "-" +
-                       std::to_string(gNextCgroup.fetch_add(1));
-    if (::mkdir(path.c_str(), 0755) == 0) {
-      cgroup.path_ = std::move(path);
-      break;
+const std::string& SandboxCgroup::pathOf(CgroupController c) const noexcept {
+  static const std::string kNone;
+  const Dir* d = dirOf(c);
+  return d ? d->path : kNone;
+}
+
+int SandboxCgroup::cgroup2DirFd() const noexcept {
+  for (const auto& d : dirs_)
+    if (d.mechanism == LimitMechanism::kCgroup2) return d.fd.get();
+  return -1;
+}
+
+std::variant<SandboxCgroup, std::string> SandboxCgroup::create(const CgroupControllers& where,
+                                                               const CgroupLimits& limits) {
+  SandboxCgroup cgroup;  // from the first directory on, its destructor removes what was made
+  cgroup.limits_ = limits;
+  const std::uint64_t asked[] = {limits.pids, limits.memoryBytes, limits.cpuSeconds};
+  std::vector<std::string> parents;  // the hierarchy of each directory, in dirs_ order
+  for (auto c : kControllers) {
+    if (asked[static_cast<unsigned>(c)] == 0) continue;
+    const auto* h = std::get_if<CgroupHierarchy>(&where.of(c));
+    if (!h) return std::string("no usable ") + cgroupControllerName(c) + " cgroup: " + std::get<std::string>(where.of(c));
+    std::size_t i = 0;
+    while (i < parents.size() && parents[i] != h->ownCgroupDir) ++i;
+    if (i < parents.size()) {
+      cgroup.dirs_[i].controllers |= bit(c);
+      continue;
     }
-    // EEXIST: left by an earlier supervisor with our pid; take the next name.
-    if (errno != EEXIST || attempt == 16) return "mkdir(\"" + path + "\", 0755) failed: " + errnoText(errno);
+    sweepAbandoned(h->ownCgroupDir);
+    Dir dir;
+    dir.mechanism = h->mechanism;
+    dir.controllers = bit(c);
+    for (int attempt = 0;; ++attempt) {
+      std::string path = h->ownCgroupDir + "/stockade-" + std::to_string(::getpid()) + "-" +
+                         std::to_string(gNextCgroup.fetch_add(1));
+      if (::mkdir(path.c_str(), 0755) == 0) {
+        dir.path = std::move(path);
+        break;
+      }
+      // EEXIST: left by an earlier supervisor with our pid; take the next name.
+      if (errno != EEXIST || attempt == 16) return "mkdir(\"" + path + "\", 0755) failed: " + errnoText(errno);
+    }
+    dir.fd.reset(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir.fd) {
+      std::string error = "open(\"" + dir.path + "\", O_DIRECTORY) failed: " + errnoText(errno);
+      ::rmdir(dir.path.c_str());
+      return error;
+    }
+    cgroup.dirs_.push_back(std::move(dir));
+    parents.push_back(h->ownCgroupDir);
   }
-  int dir = ::open(cgroup.path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) {
-    std::string error = "open(\"" + cgroup.path_ + "\", O_DIRECTORY) failed: " + errnoText(errno);
-    ::rmdir(cgroup.path_.c_str());
-    return error;
+  const bool swap = hostHasSwap();
+  for (const auto& d : cgroup.dirs_) {
+    const int fd = d.fd.get();
+    std::string error;
+    if (d.controllers & bit(CgroupController::kPids)) {
+      // The sandbox's init is one task in the cgroup; the program gets `pids`.
+      const std::string max = limits.pids >= kPidMaxLimit ? "max" : std::to_string(limits.pids + 1);
+      if (writeFile(fd, d.path, "pids.max", max, error) == ENOENT) error += "; the pids controller is not enabled for this cgroup";
+      if (!error.empty()) return error;
+    }
+    if (d.controllers & bit(CgroupController::kMemory)) {
+      const std::string bytes = std::to_string(limits.memoryBytes);
+      const bool v2 = d.mechanism == LimitMechanism::kCgroup2;
+      if (writeFile(fd, d.path, v2 ? "memory.max" : "memory.limit_in_bytes", bytes, error) != 0) return error;
+      // Swap inside the limit: none at all in cgroup2 (a limit of its own
+      // there); memory + swap together in v1, set after the memory limit
+      // (it may not be below it). No swap file: not accounted, fine without swap.
+      int err = v2 ? writeFile(fd, d.path, "memory.swap.max", "0", error)
+                   : writeFile(fd, d.path, "memory.memsw.limit_in_bytes", bytes, error);
+      if (err == ENOENT && swap) error += "; the host has swap and the memory controller does not account it";
+      if (err != 0 && (err != ENOENT || swap)) return error;
+      // Over the limit, the OOM killer kills the whole sandbox, not one task
+      // (v1 has no such knob: the supervisor does it, needsWatching()).
+      if (v2 && writeFile(fd, d.path, "memory.oom.group", "1", error) != 0) return error;
+    }
   }
-  cgroup.dir_.reset(dir);  // from here the destructor removes the directory
-  // The sandbox's init is one task in the cgroup; the program gets maxTasks.
-  std::string value = maxTasks >= kPidMaxLimit ? "max" : std::to_string(maxTasks + 1);
-  UniqueFd limit(::openat(dir, "pids.max", O_WRONLY | O_CLOEXEC));
-  if (!limit) {
-    std::string error = "open(\"" + cgroup.path_ + "/pids.max\", O_WRONLY) failed: " + errnoText(errno);
-    if (errno == ENOENT) error += "; the pids controller is not enabled for this cgroup";
-    return error;
-  }
-  if (::write(limit.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
-    return "write(\"" + cgroup.path_ + "/pids.max\", \"" + value + "\") failed: " + errnoText(errno);
   return cgroup;
 }
 
-std::variant<UniqueFd, std::string> PidsCgroup::openForSelfJoin() const {
-  UniqueFd tasks(::openat(dir_.get(), "tasks", O_WRONLY | O_CLOEXEC));
-  if (!tasks) return "open(\"" + path_ + "/tasks\", O_WRONLY) failed: " + errnoText(errno);
-  return tasks;
-}
-
-std::optional<std::string> PidsCgroup::remove() const {
-  if (!valid()) return std::nullopt;
-  // An exiting task may still be counted for a moment after it was reaped
-  // (rmdir() says EBUSY); not seen on 6.18, so the wait is short (100 ms).
-  for (int attempt = 0;; ++attempt) {
-    if (::rmdir(path_.c_str()) == 0 || errno == ENOENT) return std::nullopt;
-    if (errno != EBUSY || attempt == 100)
-      return "rmdir(\"" + path_ + "\") failed: " + errnoText(errno);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-std::variant<SandboxPidsCgroup, std::string> prepareSandboxPidsCgroup(std::uint64_t maxTasks) {
-  auto controller = findPidsController();
-  if (auto* why = std::get_if<std::string>(&controller)) return std::move(*why);
-  auto created = PidsCgroup::create(std::get<PidsHierarchy>(controller), maxTasks);
-  if (auto* e = std::get_if<std::string>(&created)) return std::move(*e);
-  SandboxPidsCgroup out{std::get<PidsCgroup>(std::move(created)), {}};
-  if (out.cgroup.mechanism() == PidsMechanism::kCgroupV1) {
-    auto tasks = out.cgroup.openForSelfJoin();
-    if (auto* e = std::get_if<std::string>(&tasks)) return std::move(*e);
-    out.selfJoin = std::get<UniqueFd>(std::move(tasks));
+std::variant<std::vector<UniqueFd>, std::string> SandboxCgroup::openForSelfJoin() const {
+  std::vector<UniqueFd> out;
+  for (const auto& d : dirs_) {
+    if (d.mechanism != LimitMechanism::kCgroupV1) continue;
+    UniqueFd tasks(::openat(d.fd.get(), "tasks", O_WRONLY | O_CLOEXEC));
+    if (!tasks) return "open(\"" + d.path + "/tasks\", O_WRONLY) failed: " + errnoText(errno);
+    out.push_back(std::move(tasks));
   }
   return out;
 }
 
-bool joinPidsCgroup(int tasksFd, ChildError& error) noexcept {
-  if (tasksFd < 0) return true;
-  // "0": the writer itself; through "tasks", that thread alone, which lets
-  // the kernel skip the global threadgroup lock (cgroup_procs_write_start()).
-  if (::write(tasksFd, "0", 1) != 1) {
-    error.add("write(<pids cgroup>/tasks, \"0\")");
-    return error.fail(SetupStep::kPidsCgroup);
+bool SandboxCgroup::needsWatching() const noexcept {
+  return limits_.cpuSeconds != 0 ||
+         (limits_.memoryBytes != 0 && mechanismOf(CgroupController::kMemory) == LimitMechanism::kCgroupV1);
+}
+
+std::variant<CgroupUsage, std::string> SandboxCgroup::usage() const {
+  struct Counter {
+    CgroupController controller;
+    const char* v2File;
+    const char* v1File;
+    const char* key;  // the line's key; v1 cpuacct.usage is a bare number
+  };
+  static constexpr Counter kCounters[] = {
+      {CgroupController::kCpu, "cpu.stat", "cpuacct.usage", "usage_usec"},        // v2 us, v1 ns
+      {CgroupController::kMemory, "memory.events", "memory.oom_control", "oom_kill"},
+      {CgroupController::kPids, "pids.events", "pids.events", "max"},
+  };
+  CgroupUsage usage;
+  for (const auto& counter : kCounters) {
+    const Dir* d = dirOf(counter.controller);
+    if (!d) continue;
+    const bool v2 = d->mechanism == LimitMechanism::kCgroup2;
+    const char* file = v2 ? counter.v2File : counter.v1File;
+    auto text = readCounter(d->fd.get(), file);
+    if (auto* err = std::get_if<int>(&text)) return "read(\"" + d->path + "/" + file + "\") failed: " + errnoText(*err);
+    const std::string& t = std::get<std::string>(text);
+    std::optional<std::uint64_t> value;
+    if (counter.controller == CgroupController::kCpu && !v2) {
+      std::uint64_t ns = 0;
+      if (std::from_chars(t.data(), t.data() + t.size(), ns).ec == std::errc()) value = ns;
+    } else {
+      value = keyedValue(t, counter.key);
+    }
+    if (!value) return "\"" + d->path + "/" + file + "\" has no " + counter.key + " count: \"" + trimmed(t) + "\"";
+    switch (counter.controller) {
+      case CgroupController::kCpu: usage.cpuNanoseconds = v2 ? *value * 1000 : *value; break;
+      case CgroupController::kMemory: usage.oomKills = *value; break;
+      case CgroupController::kPids: usage.forksRefused = *value; break;
+    }
   }
-  ::close(tasksFd);
+  return usage;
+}
+
+std::optional<std::string> SandboxCgroup::remove() const {
+  // An exiting task may still be counted for a moment after it was reaped
+  // (rmdir() says EBUSY); not seen on 6.18, so the wait is short (100 ms).
+  for (const auto& d : dirs_) {
+    for (int attempt = 0;; ++attempt) {
+      if (::rmdir(d.path.c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY || attempt == 100) return "rmdir(\"" + d.path + "\") failed: " + errnoText(errno);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  return std::nullopt;
+}
+
+std::variant<PreparedCgroup, std::string> prepareSandboxCgroup(const CgroupControllers& where,
+                                                               const CgroupLimits& limits) {
+  auto created = SandboxCgroup::create(where, limits);
+  if (auto* e = std::get_if<std::string>(&created)) return std::move(*e);
+  PreparedCgroup out{std::get<SandboxCgroup>(std::move(created)), {}};
+  auto tasks = out.cgroup.openForSelfJoin();
+  if (auto* e = std::get_if<std::string>(&tasks)) return std::move(*e);
+  out.selfJoin = std::get<std::vector<UniqueFd>>(std::move(tasks));
+  return out;
+}
+
+bool joinCgroups(const int* tasksFds, int count, ChildError& error) noexcept {
+  for (int i = 0; i < count; ++i) {
+    if (tasksFds[i] < 0) continue;
+    // "0": the writer itself; through "tasks", that thread alone, which lets
+    // the kernel skip the global threadgroup lock (cgroup_procs_write_start()).
+    if (::write(tasksFds[i], "0", 1) != 1) {
+      error.add("write(<sandbox cgroup>/tasks, \"0\")");
+      return error.fail(SetupStep::kCgroup);
+    }
+    ::close(tasksFds[i]);
+  }
   return true;
 }
 

@@ -1,28 +1,48 @@
-// limits.pids: a cgroup of its own per sandbox, with the pids controller.
+// The sandbox cgroup: limits.pids, limits.memoryBytes and limits.cpuSeconds
+// for the WHOLE sandbox (every process in it together), not per process.
+// Made only when one of those limits is set; nothing is created otherwise.
 //
-// Where: found at run time from /proc/self/mountinfo and /proc/self/cgroup,
-// in this order of preference:
-//   1. cgroup2: our own cgroup in the unified hierarchy, when its
-//      cgroup.subtree_control enables "pids" (so a child cgroup has pids.max)
-//      and we may create a child cgroup there and move tasks into it. The
-//      sandbox's init is cloned straight into the new cgroup
-//      (clone3(CLONE_INTO_CGROUP), Linux 5.7).
-//   2. cgroup v1: our own cgroup in the hierarchy that carries the pids
-//      controller, when we may create a child cgroup there. v1 has no
-//      CLONE_INTO_CGROUP: the parent opens the new cgroup's "tasks" file and
-//      the child, still single-threaded, writes "0" (itself) into it
-//      (joinPidsCgroup()) before it forks the program. Not the parent
-//      writing the child's pid into cgroup.procs: that takes the global
-//      cgroup_threadgroup_rwsem for writing, an RCU grace period (~12 ms
-//      here) on every first move of a process; a thread moving itself
-//      skips that lock. The permission check uses the opener's credentials.
-// Neither usable (an unprivileged user without a delegated cgroup): the
-// caller reports a degradation, it never runs silently unlimited.
+// Controllers, each found at run time from /proc/self/mountinfo and
+// /proc/self/cgroup, cgroup2 first:
+//   pids     pids.max = limits.pids + 1 (the sandbox's own init is not counted
+//            against the program); a fork beyond it fails with EAGAIN.
+//   memory   memory.max (v2) / memory.limit_in_bytes (v1) = limits.memoryBytes,
+//            swap included (memory.swap.max = 0; memory.memsw.limit_in_bytes),
+//            so swapping out does not dodge it. Every page a task of the
+//            sandbox faults in is charged, tmpfs, /dev/shm and memfd pages
+//            included (they are no address space, so RLIMIT_AS never saw
+//            them). Over the limit the kernel's OOM killer kills: on cgroup2
+//            the whole sandbox (memory.oom.group = 1); on v1 one task, and the
+//            supervisor kills the rest when it sees the OOM kill (see
+//            needsWatching()).
+//   cpu      CPU time accounting only (cgroup2 cpu.stat usage_usec, which
+//            every cgroup2 cgroup has; v1 cpuacct.usage). The kernel has no
+//            CPU *time* limit: the supervisor reads the usage on a timer and
+//            kills the sandbox once it reaches limits.cpuSeconds
+//            (limitToKillFor()).
+// Where: in order of preference
+//   1. cgroup2: our own cgroup in the unified hierarchy, when (for pids and
+//      memory) its cgroup.subtree_control enables the controller and we may
+//      create a child cgroup there and move tasks into it. The sandbox's init
+//      is cloned straight into it (clone3(CLONE_INTO_CGROUP), Linux 5.7).
+//   2. cgroup v1: our own cgroup in the hierarchy that carries the controller
+//      (cpuacct for cpu), when we may create a child cgroup there. v1 has no
+//      CLONE_INTO_CGROUP: the parent opens the new cgroups' "tasks" files and
+//      the child, still single-threaded, writes "0" (itself) into each
+//      (joinCgroups()) before it forks the program. Not the parent writing the
+//      child's pid into cgroup.procs: that takes the global
+//      cgroup_threadgroup_rwsem for writing, an RCU grace period (~12 ms here)
+//      on every first move of a process; a thread moving itself skips that
+//      lock. The permission check uses the opener's credentials.
+// A hybrid host may use both: here cpu in cgroup2, pids and memory in v1.
+// No usable hierarchy for a controller (an unprivileged user without a
+// delegated cgroup): the caller reports a degradation (spawn.h), it never runs
+// silently unlimited.
 //
-// The cgroup is <own cgroup>/stockade-<supervisor pid>-<n>; its pids.max is
-// limits.pids + 1 (the sandbox's own init is not counted against the
-// program). It is removed (rmdir) once the sandbox has exited; PidsCgroup's
-// destructor does it too, so no failure path leaves one behind.
+// Each directory is <own cgroup>/stockade-<supervisor pid>-<n>, removed
+// (rmdir) once the sandbox has exited; SandboxCgroup's destructor does it too,
+// so no failure path leaves one behind, and the directories of supervisors
+// that died without cleaning up are swept by the next one.
 #pragma once
 
 #include <sys/types.h>
@@ -39,83 +59,136 @@
 
 namespace stockade::platform {
 
-enum class PidsMechanism {
-  kNone,      // no limit asked for, or none usable (then a degradation says why)
-  kCgroup2,   // cgroup2 pids controller, clone3(CLONE_INTO_CGROUP)
-  kCgroupV1,  // cgroup v1 pids hierarchy, the pid written to cgroup.procs before the child may fork
+enum class CgroupController { kPids, kMemory, kCpu };
+// "pids", "memory", "cpu".
+const char* cgroupControllerName(CgroupController controller) noexcept;
+
+// What enforces one whole-sandbox limit.
+enum class LimitMechanism {
+  kNone,      // not asked for, or nothing usable (then a degradation says why)
+  kCgroup2,   // a cgroup2 controller, clone3(CLONE_INTO_CGROUP)
+  kCgroupV1,  // a cgroup v1 hierarchy, joined through "tasks" before the child may fork
+  kRlimit,    // the per-process fallback (RLIMIT_AS, RLIMIT_CPU); a degradation says so
 };
+// "none", "cgroup2", "cgroup-v1", "rlimit": the name used in reports and audit events.
+const char* limitMechanismName(LimitMechanism mechanism) noexcept;
 
-// "none", "cgroup2", "cgroup-v1": the name used in reports and audit events.
-const char* pidsMechanismName(PidsMechanism mechanism) noexcept;
-
-// One hierarchy with the pids controller, and this process's own cgroup in it.
-struct PidsHierarchy {
-  PidsMechanism mechanism = PidsMechanism::kNone;
+// One cgroup hierarchy, and this process's own cgroup in it.
+struct CgroupHierarchy {
+  LimitMechanism mechanism = LimitMechanism::kNone;  // kCgroup2 or kCgroupV1
   std::string ownCgroupDir;  // absolute, e.g. /sys/fs/cgroup/pids/user.slice
+  // Bits (1 << CgroupController) of the controllers mounted there (v1); for
+  // cgroup2 all of them: whether our cgroup may use one is checked on the host.
+  unsigned controllers = 0;
+  bool has(CgroupController c) const noexcept { return controllers & (1u << static_cast<unsigned>(c)); }
 };
 
 // Pure: the candidate hierarchies, cgroup2 first, given the text of
 // /proc/self/mountinfo and /proc/self/cgroup. A cgroup2 mount is a candidate
-// whatever its controllers (findPidsController() checks them); a v1 mount
-// only when it carries "pids". A mount whose root does not contain our
-// cgroup (a bind of another subtree) is skipped.
-std::vector<PidsHierarchy> pidsHierarchies(std::string_view mountinfo, std::string_view procCgroup);
+// whatever its controllers (findCgroupControllers() checks them); a v1 mount
+// only when it carries pids, memory or cpuacct. A mount whose root does not
+// contain our cgroup (a bind of another subtree) is skipped.
+std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::string_view procCgroup);
 
-// The first usable hierarchy on this host, or why none is (one reason per
-// candidate, for the degradation message).
-std::variant<PidsHierarchy, std::string> findPidsController();
+// Where each controller would live on this host: the first usable hierarchy
+// that has it, or why none is (one reason per candidate, for the degradation).
+struct CgroupControllers {
+  std::variant<CgroupHierarchy, std::string> pids, memory, cpu;
+  const std::variant<CgroupHierarchy, std::string>& of(CgroupController c) const noexcept;
+};
+CgroupControllers findCgroupControllers();
+// One of them (tests, and the manager's narrowing check).
+std::variant<CgroupHierarchy, std::string> findCgroupController(CgroupController controller);
 
-// Owns one sandbox's cgroup directory. Move-only; empty when default-constructed.
-class PidsCgroup {
+// The limits one sandbox cgroup carries; 0: not in the cgroup (not asked
+// for, or enforced otherwise).
+struct CgroupLimits {
+  std::uint64_t pids = 0;
+  std::uint64_t memoryBytes = 0;
+  std::uint64_t cpuSeconds = 0;
+  bool any() const noexcept { return pids || memoryBytes || cpuSeconds; }
+};
+
+// What a sandbox cgroup has counted so far.
+struct CgroupUsage {
+  std::optional<std::uint64_t> cpuNanoseconds;  // when cpu is accounted
+  std::uint64_t oomKills = 0;      // tasks the memory controller's OOM killer killed
+  std::uint64_t forksRefused = 0;  // forks refused at pids.max
+};
+
+// Pure. The limit the whole sandbox must be killed for: "limits.memoryBytes"
+// once the OOM killer killed one of its tasks (on cgroup v1 it kills one
+// task; the sandbox goes as a whole), "limits.cpuSeconds" once its CPU time
+// reached the limit; nullptr otherwise.
+const char* limitToKillFor(const CgroupUsage& usage, const CgroupLimits& limits) noexcept;
+// Pure. For the exit report: limitToKillFor(), else "limits.pids" when a fork
+// was refused at the limit (the program lives on with EAGAIN), else nullptr.
+const char* limitReached(const CgroupUsage& usage, const CgroupLimits& limits) noexcept;
+
+// One sandbox's cgroups (one directory per hierarchy used). Move-only; empty
+// when default-constructed.
+class SandboxCgroup {
  public:
-  PidsCgroup() = default;
-  PidsCgroup(PidsCgroup&& other) noexcept = default;
-  PidsCgroup& operator=(PidsCgroup&& other) noexcept;
-  PidsCgroup(const PidsCgroup&) = delete;
-  PidsCgroup& operator=(const PidsCgroup&) = delete;
-  ~PidsCgroup();  // remove(), best effort
+  SandboxCgroup() = default;
+  SandboxCgroup(SandboxCgroup&& other) noexcept = default;
+  SandboxCgroup& operator=(SandboxCgroup&& other) noexcept;
+  SandboxCgroup(const SandboxCgroup&) = delete;
+  SandboxCgroup& operator=(const SandboxCgroup&) = delete;
+  ~SandboxCgroup();  // remove(), best effort
 
-  // Creates <hierarchy.ownCgroupDir>/stockade-<pid>-<n> with pids.max =
-  // maxTasks + 1 ("max" beyond the kernel's PID_MAX_LIMIT). The error names
-  // the call, its arguments and errno.
-  static std::variant<PidsCgroup, std::string> create(const PidsHierarchy& hierarchy, std::uint64_t maxTasks);
+  // Creates the directories for every non-zero limit, in the hierarchy
+  // `where` names for its controller (which must be usable), and writes the
+  // limits. The error names the call, its arguments and errno.
+  static std::variant<SandboxCgroup, std::string> create(const CgroupControllers& where, const CgroupLimits& limits);
 
-  bool valid() const noexcept { return dir_.valid(); }
-  PidsMechanism mechanism() const noexcept { return mechanism_; }
-  const std::string& path() const noexcept { return path_; }
-  // The directory, for clone_args.cgroup (kCgroup2).
-  int dirFd() const noexcept { return dir_.get(); }
+  bool valid() const noexcept { return !dirs_.empty(); }
+  const CgroupLimits& limits() const noexcept { return limits_; }
+  LimitMechanism mechanismOf(CgroupController c) const noexcept;
+  // The directory holding controller `c` ("" when none does).
+  const std::string& pathOf(CgroupController c) const noexcept;
+  // The cgroup2 directory, for clone_args.cgroup; -1 when nothing is in cgroup2.
+  int cgroup2DirFd() const noexcept;
 
-  // cgroup v1: the cgroup's "tasks" file, opened for joinPidsCgroup().
-  std::variant<UniqueFd, std::string> openForSelfJoin() const;
+  // cgroup v1: the "tasks" file of each v1 directory, opened for joinCgroups().
+  std::variant<std::vector<UniqueFd>, std::string> openForSelfJoin() const;
 
-  // rmdir(); call once every task in it has been reaped. Idempotent (a
-  // directory already gone is not an error). Retries EBUSY for up to 100 ms
-  // (tasks still exiting); with live tasks in it, it fails after that wait.
+  // Whether the supervisor must read usage() while the sandbox runs and kill
+  // it when limitToKillFor() says so: limits.cpuSeconds, and
+  // limits.memoryBytes on cgroup v1 (no memory.oom.group there).
+  bool needsWatching() const noexcept;
+  // Reads the counters. The error names the file.
+  std::variant<CgroupUsage, std::string> usage() const;
+
+  // rmdir() of every directory; call once every task in it has been reaped.
+  // Idempotent (a directory already gone is not an error). Retries EBUSY for
+  // up to 100 ms (tasks still exiting); with live tasks, it fails after that.
   std::optional<std::string> remove() const;
 
  private:
-  PidsMechanism mechanism_ = PidsMechanism::kNone;
-  std::string path_;
-  UniqueFd dir_;
+  struct Dir {
+    LimitMechanism mechanism = LimitMechanism::kNone;
+    unsigned controllers = 0;  // bits of CgroupController held here
+    std::string path;
+    UniqueFd fd;
+  };
+  const Dir* dirOf(CgroupController c) const noexcept;
+  std::vector<Dir> dirs_;
+  CgroupLimits limits_;
 };
 
-// What spawn() needs for one sandbox: its cgroup and, for cgroup v1, the
-// "tasks" fd the child joins through (invalid for cgroup2, which uses
-// clone_args.cgroup = cgroup.dirFd()).
-struct SandboxPidsCgroup {
-  PidsCgroup cgroup;
-  UniqueFd selfJoin;
+// create() and, for cgroup v1, openForSelfJoin() in one.
+struct PreparedCgroup {
+  SandboxCgroup cgroup;
+  std::vector<UniqueFd> selfJoin;  // v1 "tasks" files, for the child (empty: cgroup2 only)
 };
-// findPidsController(), PidsCgroup::create(), openForSelfJoin() in one; the
-// error names the failing call (or why no hierarchy is usable).
-std::variant<SandboxPidsCgroup, std::string> prepareSandboxPidsCgroup(std::uint64_t maxTasks);
+std::variant<PreparedCgroup, std::string> prepareSandboxCgroup(const CgroupControllers& where,
+                                                               const CgroupLimits& limits);
 
-// cgroup v1, in the child: moves the calling thread -- the whole process,
-// as long as it is single-threaded -- into the cgroup whose "tasks" file
-// `tasksFd` is (openForSelfJoin()), then closes it. ASYNC-SIGNAL-SAFE (runs
-// between clone and exec); a failure is the "pids-cgroup" step's. No-op for
-// tasksFd < 0.
-bool joinPidsCgroup(int tasksFd, ChildError& error) noexcept;
+// cgroup v1, in the child: moves the calling thread -- the whole process, as
+// long as it is single-threaded -- into each cgroup whose "tasks" file is in
+// `tasksFds` (openForSelfJoin(); -1 entries are skipped), then closes them.
+// ASYNC-SIGNAL-SAFE (runs between clone and exec); a failure is the "cgroup"
+// step's.
+bool joinCgroups(const int* tasksFds, int count, ChildError& error) noexcept;
 
 }  // namespace stockade::platform

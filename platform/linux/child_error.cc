@@ -21,9 +21,10 @@ const char* setupStepName(SetupStep step) noexcept {
     case SetupStep::kLoopback: return "loopback";
     case SetupStep::kProxyListeners: return "proxy-listeners";
     case SetupStep::kMounts: return "mounts";
+    case SetupStep::kUserCounters: return "user-counters";
     case SetupStep::kTerminal: return "terminal";
     case SetupStep::kLimits: return "limits";
-    case SetupStep::kPidsCgroup: return "pids-cgroup";
+    case SetupStep::kCgroup: return "cgroup";
     case SetupStep::kCapabilities: return "capabilities";
     case SetupStep::kNoNewPrivs: return "no-new-privs";
     case SetupStep::kLandlock: return "landlock";

@@ -23,13 +23,14 @@ enum class SetupStep : std::int32_t {
   kLoopback,
   kProxyListeners,
   kMounts,
+  kUserCounters,  // per-user kernel counters capped in the sandbox's user namespace (user_counters.h)
   kTerminal,  // Stdio::kTerminal: the PTY, made in the sandbox's own devpts
   kLimits,
   kCapabilities,
   kNoNewPrivs,
   kLandlock,
   kSeccomp,
-  kPidsCgroup,  // limits.pids: the sandbox's cgroup (made by the parent, joined by the child)
+  kCgroup,    // limits.pids/memoryBytes/cpuSeconds: the sandbox cgroup (made by the parent, joined by the child)
   kProgram,   // receiving argv, env and cwd from the supervisor
   kWorkingDir,
   kExec,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/landlock.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -62,6 +63,22 @@
 #endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000  // Linux 5.2
+#endif
+
+// --- space allocation (allocation_limit.h) ---------------------------------
+#ifndef FALLOC_FL_WRITE_ZEROES
+#define FALLOC_FL_WRITE_ZEROES 0x80  // Linux 6.17
+#endif
+// The generic preallocation ioctls (fs/ioctl.c; struct space_resv is 48
+// bytes): fallocate() with a range the filter cannot read, in memory.
+#ifndef FS_IOC_RESVSP
+#define FS_IOC_RESVSP 0x40305828U  // _IOW('X', 40, struct space_resv): FALLOC_FL_KEEP_SIZE
+#endif
+#ifndef FS_IOC_RESVSP64
+#define FS_IOC_RESVSP64 0x4030582aU  // _IOW('X', 42, struct space_resv): FALLOC_FL_KEEP_SIZE
+#endif
+#ifndef FS_IOC_ZERO_RANGE
+#define FS_IOC_ZERO_RANGE 0x40305839U  // _IOW('X', 57, struct space_resv), Linux 5.5: FALLOC_FL_ZERO_RANGE
 #endif
 
 namespace stockade::platform::linux_abi {

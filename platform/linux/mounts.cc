@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +24,10 @@ namespace abi = linux_abi;
 constexpr const char* kStage = "/tmp";             // private tmpfs in the child's namespace
 constexpr const char* kNewRoot = "/tmp/root";      // the child's future "/"
 constexpr const char* kEmptyFile = "/tmp/empty";   // source of file masks
+// Mount data of the tmpfs mounts that hold only empty files and directories
+// (mounts.h); the private /tmp and /dev/shm use MountPlan::tmpOptions.
+constexpr const char* kSmallTmpfs = "mode=0755,size=4k";
+constexpr const char* kStageTmpfs = "mode=0700,size=4k";
 
 bool beneath(const std::string& path, const std::string& root) { return policy::isWithin(path, root); }
 
@@ -183,13 +188,13 @@ bool isDir(int fd) noexcept {
   return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool buildDev(int rootFd, ChildError& error) noexcept {
+bool buildDev(int rootFd, const char* shmOptions, ChildError& error) noexcept {
   Fd dev(resolve(rootFd, "/dev"));
   if (dev.fd < 0) {
     error.add("openat2(newroot, \"/dev\")");
     return error.fail(SetupStep::kMounts);
   }
-  if (!mountAt("tmpfs", dev.fd, "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755", error)) return false;
+  if (!mountAt("tmpfs", dev.fd, "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, kSmallTmpfs, error)) return false;
   Fd top(resolve(rootFd, "/dev"));  // the fresh tmpfs
   if (top.fd < 0) {
     error.add("openat2(newroot, \"/dev\") after mount");
@@ -231,7 +236,7 @@ bool buildDev(int rootFd, ChildError& error) noexcept {
     return false;
   Fd shm(subdir("shm"));
   if (shm.fd < 0) return false;
-  if (!mountAt("tmpfs", shm.fd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", error)) return false;
+  if (!mountAt("tmpfs", shm.fd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, shmOptions, error)) return false;
   static const char* const kLinks[][2] = {{"pts/ptmx", "ptmx"},        {"/proc/self/fd", "fd"},
                                           {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
                                           {"/proc/self/fd/2", "stderr"}};
@@ -365,7 +370,15 @@ MountPlan planMounts(const DerivedRules& rules) {
         std::find(outer.begin(), outer.end(), p) == outer.end())
       plan.innerMasks.push_back(p);
   plan.scratch.assign(plan.writable.size() + plan.carveOuts.size(), -1);
+  const std::uint64_t ram =
+      static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  plan.tmpOptions = "mode=1777,size=" + std::to_string(sandboxTmpfsBytes(rules.limits().memoryBytes, ram));
+  plan.userCounters = planUserCounterCaps();
   return plan;
+}
+
+std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physicalBytes) noexcept {
+  return memoryBytes != 0 ? memoryBytes : physicalBytes / 4;
 }
 
 bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
@@ -396,8 +409,8 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   }
 
   // 3. The staging tmpfs, private to this mount namespace.
-  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") != 0) {
-    error.add("mount(\"tmpfs\", \"/tmp\", \"tmpfs\", MS_NOSUID|MS_NODEV, \"mode=0700\")");
+  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, kStageTmpfs) != 0) {
+    error.add("mount(\"tmpfs\", \"/tmp\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kStageTmpfs).add(")");
     return error.fail(SetupStep::kMounts);
   }
   if (::mkdir(kNewRoot, 0755) != 0) {
@@ -426,7 +439,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   {
     Fd tmp(ensure(rootFd, "/tmp", true, error));
     if (tmp.fd < 0) return error.fail(SetupStep::kMounts);
-    if (!mountAt("tmpfs", tmp.fd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", error)) return false;
+    if (!mountAt("tmpfs", tmp.fd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, plan.tmpOptions.c_str(), error)) return false;
     Fd proc(resolve(rootFd, "/proc"));
     if (proc.fd < 0) {
       error.add("openat2(newroot, \"/proc\")");
@@ -434,8 +447,16 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     }
     if (!mountAt("proc", proc.fd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error))
       return false;
+    if (!plan.userCounters.sysctls.empty()) {  // before step 6 makes /proc/sys read-only
+      Fd freshProc(resolve(rootFd, "/proc"));
+      if (freshProc.fd < 0) {
+        error.add("openat2(newroot, \"/proc\") after mount");
+        return error.fail(SetupStep::kMounts);
+      }
+      if (!applyUserCounterCaps(freshProc.fd, plan.userCounters, error)) return false;
+    }
   }
-  if (!buildDev(rootFd, error)) return false;
+  if (!buildDev(rootFd, plan.tmpOptions.c_str(), error)) return false;
 
   // 5. Writable binds.
   slot = plan.scratch.data();
@@ -479,7 +500,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     }
     if (isDir(target.fd)) {
       unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (keepWritable ? 0 : MS_RDONLY);
-      return mountAt("tmpfs", target.fd, p, "tmpfs", flags, "mode=0755", error);
+      return mountAt("tmpfs", target.fd, p, "tmpfs", flags, kSmallTmpfs, error);
     }
     Fd empty(abi::openTree(AT_FDCWD, kEmptyFile, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
     if (empty.fd < 0) {

@@ -11,6 +11,10 @@
 //   /proc       fresh, for the child's pid namespace
 //   /dev        tmpfs with null zero full random urandom tty, devpts, shm
 //   /tmp        private tmpfs
+// Every tmpfs has a size: /tmp and /dev/shm sandboxTmpfsBytes() each, the
+// masks, /dev and the staging tmpfs 4 KiB (they hold empty files and
+// directories only, and all but the staging one are read-only). Their pages
+// are charged to the memory cgroup of the task that writes them (cgroup.h).
 //
 // planMounts() runs in the parent (it allocates); applyMounts() runs in the
 // child between clone and exec and is async-signal-safe. Every path is looked
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "platform/linux/child_error.h"
+#include "platform/linux/user_counters.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
 
@@ -54,9 +59,20 @@ struct MountPlan {
   // Scratch for the child (one slot per writable + carve-out source); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;
+  // Mount data of the private /tmp and /dev/shm: "mode=1777,size=<bytes>".
+  std::string tmpOptions;
+  // The sandbox's share of the host user's per-user counters (user_counters.h):
+  // the sysctls are written through the fresh /proc while /proc/sys is still
+  // writable; the RLIMITs are for spawn() to apply.
+  UserCounterCaps userCounters;
 };
 
 MountPlan planMounts(const DerivedRules& rules);
+
+// Pure: the size of the private /tmp and of /dev/shm -- limits.memoryBytes
+// when set (the memory cgroup bounds them together; without one each is
+// still within the limit), else a quarter of the host's RAM each.
+std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physicalBytes) noexcept;
 
 // What a sandbox's mounts were built from, for using the sandbox later
 // (prepare()): mounts hold objects, not names, and a copy of the host's mount

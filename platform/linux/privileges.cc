@@ -28,7 +28,11 @@ bool setLimit(int resource, const char* name, std::uint64_t value, ChildError& e
 bool applyRlimits(const RlimitPlan& plan, ChildError& error) noexcept {
   return setLimit(RLIMIT_CPU, "RLIMIT_CPU", plan.cpuSeconds, error) &&
          setLimit(RLIMIT_FSIZE, "RLIMIT_FSIZE", plan.fileSizeBytes, error) &&
-         setLimit(RLIMIT_AS, "RLIMIT_AS", plan.addressSpace, error);
+         setLimit(RLIMIT_AS, "RLIMIT_AS", plan.addressSpace, error) &&
+         setLimit(RLIMIT_NPROC, "RLIMIT_NPROC", plan.processes, error) &&
+         setLimit(RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", plan.pendingSignals, error) &&
+         setLimit(RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", plan.messageQueueBytes, error) &&
+         setLimit(RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", plan.lockedBytes, error);
 }
 
 bool dropCapabilities(ChildError& error) noexcept {

@@ -12,10 +12,16 @@
 
 namespace stockade::platform {
 
+// Soft and hard limit alike; 0: unchanged.
 struct RlimitPlan {
-  std::uint64_t cpuSeconds = 0;     // RLIMIT_CPU; 0: unchanged
+  std::uint64_t cpuSeconds = 0;     // RLIMIT_CPU: limits.cpuSeconds where no cgroup accounts the sandbox's CPU
   std::uint64_t fileSizeBytes = 0;  // RLIMIT_FSIZE
-  std::uint64_t addressSpace = 0;   // RLIMIT_AS (limits.memoryBytes)
+  std::uint64_t addressSpace = 0;   // RLIMIT_AS: limits.memoryBytes where no memory cgroup is usable
+  // Shares of the host user's per-user counters (user_counters.h).
+  std::uint64_t processes = 0;          // RLIMIT_NPROC
+  std::uint64_t pendingSignals = 0;     // RLIMIT_SIGPENDING
+  std::uint64_t messageQueueBytes = 0;  // RLIMIT_MSGQUEUE
+  std::uint64_t lockedBytes = 0;        // RLIMIT_MEMLOCK
 };
 
 // Child side, async-signal-safe.

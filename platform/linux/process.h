@@ -23,7 +23,13 @@ struct ExitStatus {
   enum class Kind { kExited, kSignaled };
   Kind kind = Kind::kExited;
   int value = 0;  // exit code or signal number
-  ResourceUsage usage;
+  ResourceUsage usage;  // waitid()'s rusage
+  // Sandbox waits only (spawn.h): the whole-sandbox limit the sandbox reached
+  // -- "limits.memoryBytes" or "limits.cpuSeconds" (it was killed for it),
+  // "limits.pids" (a fork was refused) -- or nullptr; and its CPU time, when
+  // its cgroup accounted for it.
+  const char* limit = nullptr;
+  std::optional<std::chrono::nanoseconds> cpuTime;
   // The shell convention: the code, or 128 + signal.
   int shellCode() const noexcept { return kind == Kind::kExited ? value : 128 + value; }
 };

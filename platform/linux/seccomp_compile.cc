@@ -56,40 +56,11 @@ std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const S
     if (nr == __NR_SCMP_ERROR) return std::string("seccomp_syscall_resolve_name(\"") + d.syscall + "\") failed";
     // EPERM rows go to the supervisor, which answers EPERM and audits (seccomp_notify.h).
     const std::uint32_t action = d.viaSupervisor ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(static_cast<std::uint16_t>(d.error));
-    int rc = 0;
-    switch (d.match) {
-      case SeccompMatch::kAlways: rc = seccomp_rule_add(ctx.get(), action, nr, 0); break;
-      case SeccompMatch::kArg0HasBit:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, d.value, d.value));
-        break;
-      case SeccompMatch::kArg1Low32Equals:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value));
-        break;
-      case SeccompMatch::kArg0Low32Equals:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value));
-        break;
-      case SeccompMatch::kArg0Low32EqualsArg2Not:
-        // A protocol with high bits set compares unequal and is denied: safe direction.
-        rc = seccomp_rule_add(ctx.get(), action, nr, 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value),
-                              SCMP_A2(SCMP_CMP_NE, d.value2));
-        break;
-      case SeccompMatch::kArg2Low32Equals:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value));
-        break;
-      case SeccompMatch::kArg1HasBit:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, d.value, d.value));
-        break;
-      case SeccompMatch::kArg2HasBit:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, d.value, d.value));
-        break;
-      case SeccompMatch::kArg3HasBit:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 1, SCMP_A3(SCMP_CMP_MASKED_EQ, d.value, d.value));
-        break;
-      case SeccompMatch::kArg0Low32EqualsArg1Low4Equals:
-        rc = seccomp_rule_add(ctx.get(), action, nr, 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, d.value),
-                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xfULL, d.value2));
-        break;
-    }
+    std::vector<scmp_arg_cmp> args;
+    for (const SeccompArg& a : d.args)
+      args.push_back(a.op == SeccompArg::Op::kGreaterOrEqual ? SCMP_CMP64(a.index, SCMP_CMP_GE, a.value)
+                                                             : SCMP_CMP64(a.index, SCMP_CMP_MASKED_EQ, a.mask, a.value));
+    int rc = seccomp_rule_add_array(ctx.get(), action, nr, static_cast<unsigned>(args.size()), args.data());
     if (auto e = check(rc, "seccomp_rule_add(" + shown[i].syscall + ", " + shown[i].condition + ")")) return *e;
   }
   UniqueFd memfd(::memfd_create("stockade-seccomp", MFD_CLOEXEC));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "platform/linux/allocation_limit.h"
 #include "platform/linux/seccomp.h"
 
 namespace stockade::platform {
@@ -29,7 +30,7 @@ const seccomp_notif_sizes& sizes() {
 
 }  // namespace
 
-std::variant<std::optional<SeccompDenial>, std::string> answerDenial(int listener) {
+std::variant<std::optional<SeccompDenial>, std::string> answerDenial(int listener, const NotificationRules& rules) {
   std::vector<unsigned char> request(sizes().seccomp_notif, 0);
   auto* notif = reinterpret_cast<seccomp_notif*>(request.data());
   while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, notif) != 0) {
@@ -43,17 +44,29 @@ std::variant<std::optional<SeccompDenial>, std::string> answerDenial(int listene
   denial.syscall = name ? name : "syscall " + std::to_string(notif->data.nr);
   std::copy(std::begin(notif->data.args), std::end(notif->data.args), denial.args.begin());
 
+  // Only fallocate() is decided: the filter hands it over only under
+  // limits.fileSizeBytes (a 0 limit here, which cannot happen, refuses it).
+  bool allow = false;
+  if (notif->data.nr == SYS_fallocate) {
+    const auto verdict = rules.fileSizeBytes == 0 ? AllocationVerdict{false, EPERM}
+                                                  : decideFallocate(notif->data.args[1], notif->data.args[2],
+                                                                    notif->data.args[3], rules.fileSizeBytes);
+    allow = verdict.allowed;
+    denial.error = verdict.error;
+  }
+
   std::vector<unsigned char> answer(sizes().seccomp_notif_resp, 0);
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(answer.data());
   resp->id = notif->id;
-  resp->error = -EPERM;
+  resp->error = allow ? 0 : -denial.error;
   resp->val = 0;
-  resp->flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE
+  resp->flags = allow ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
   while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0) {
     if (errno == EINTR) continue;
     if (errno == ENOENT) break;  // the caller died or its call was interrupted meanwhile: still a denial
     return std::string("ioctl(seccomp listener, SECCOMP_IOCTL_NOTIF_SEND) failed: ") + strerrorname_np(errno);
   }
+  if (allow) return std::optional<SeccompDenial>();
   return std::optional<SeccompDenial>(std::move(denial));
 }
 

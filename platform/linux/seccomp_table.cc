@@ -17,16 +17,16 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <string>
 #include <vector>
 
-#ifndef IPPROTO_MPTCP
-#define IPPROTO_MPTCP 262  // Linux 5.6
-#endif
-#ifndef AF_VSOCK
-#define AF_VSOCK 40  // Linux 3.9
-#endif
+#include "platform/linux/kernel_abi.h"  // FS_IOC_RESVSP...
+
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080  // Linux 5.6
 #endif
@@ -37,179 +37,375 @@
 namespace stockade::platform {
 namespace {
 
-using Match = SeccompMatch;
+using Op = SeccompArg::Op;
+
+// When a row applies, by the policy's network.allowUnixSockets.
+enum class Unix : std::uint8_t {
+  kEither,       // whatever the policy says
+  kWhenAllowed,  // only when the policy allows unix sockets
+};
+
+// A condition on at most one argument (kAlways: none).
+struct Condition {
+  bool always = true;
+  SeccompArg arg{};
+};
+constexpr Condition kAlways{};
+// (arg & bit) == bit: a flag or mode bit is set.
+constexpr Condition hasBit(unsigned index, std::uint64_t bit) { return {false, {index, Op::kMaskedEquals, bit, bit}}; }
+// The low 32 bits equal `value`: an int argument (the kernel ignores the rest).
+constexpr Condition low32Is(unsigned index, std::uint64_t value) {
+  return {false, {index, Op::kMaskedEquals, 0xffffffffULL, value}};
+}
 
 struct Denial {
   const char* syscall;
-  Match match;
-  std::uint64_t value;
-  std::uint64_t value2;
+  Condition when;
   int error;
   const char* reason;
-  bool unixSocket;  // dropped when the policy allows unix sockets
   // Answered by the filter itself, never through the supervisor (see the
   // seccomp row: it must hold even when no supervisor is listening).
   bool unsupervised = false;
+  // Only in the filter for policies with limits.fileSizeBytes
+  // (SeccompOptions::limitFileSize).
+  bool fileSizeLimit = false;
+  // Decided by the supervisor from the call's register arguments: it goes
+  // on, or fails with `error` (allocation_limit.h).
+  bool decided = false;
 };
 
 constexpr std::uint64_t kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
                                              CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET, CLONE_NEWTIME};
 
 constexpr const char* kSetIdReason = "setuid/setgid bits would let a file written here run as the host's uid 0";
+constexpr const char* kPreallocReason =
+    "allocates file space from a range in memory the filter cannot read; limits.fileSizeBytes would not hold (use fallocate)";
 
 // THE table: every denied call and why. Keep reasons short and concrete.
 constexpr Denial kDenials[] = {
-    {"ptrace", Match::kAlways, 0, 0, EPERM, "inspect or control other processes", false},
+    {"ptrace", kAlways, EPERM, "inspect or control other processes"},
     // A filter of the program's own with a listener could answer, with
     // "continue", calls this table denies, once stockade's listener is gone
     // (a newer filter wins between equal actions). EPERM from the filter
     // itself outranks any user notification.
-    {"seccomp", Match::kArg1HasBit, SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, EPERM,
-     "a listener of the program's own could let through calls this table denies", false, true},
-    {"process_vm_readv", Match::kAlways, 0, 0, EPERM, "read another process's memory", false},
-    {"process_vm_writev", Match::kAlways, 0, 0, EPERM, "write another process's memory", false},
-    {"pidfd_getfd", Match::kAlways, 0, 0, EPERM, "steal another process's file descriptors", false},
-    {"bpf", Match::kAlways, 0, 0, EPERM, "kernel attack surface; loads programs into the kernel", false},
-    {"perf_event_open", Match::kAlways, 0, 0, EPERM, "side channels and kernel attack surface", false},
-    {"keyctl", Match::kAlways, 0, 0, EPERM, "kernel keyrings are not namespaced", false},
-    {"add_key", Match::kAlways, 0, 0, EPERM, "kernel keyrings are not namespaced", false},
-    {"request_key", Match::kAlways, 0, 0, EPERM, "kernel keyrings are not namespaced", false},
-    {"userfaultfd", Match::kAlways, 0, 0, EPERM, "widens kernel race windows for exploits", false},
-    {"io_uring_setup", Match::kAlways, 0, 0, EPERM, "io_uring bypasses seccomp for the calls it submits", false},
-    {"io_uring_enter", Match::kAlways, 0, 0, EPERM, "io_uring bypasses seccomp for the calls it submits", false},
-    {"io_uring_register", Match::kAlways, 0, 0, EPERM, "io_uring bypasses seccomp for the calls it submits", false},
-    {"kexec_load", Match::kAlways, 0, 0, EPERM, "replaces the running kernel", false},
-    {"kexec_file_load", Match::kAlways, 0, 0, EPERM, "replaces the running kernel", false},
-    {"init_module", Match::kAlways, 0, 0, EPERM, "loads kernel code", false},
-    {"finit_module", Match::kAlways, 0, 0, EPERM, "loads kernel code", false},
-    {"delete_module", Match::kAlways, 0, 0, EPERM, "unloads kernel code", false},
-    {"mount", Match::kAlways, 0, 0, EPERM, "would rearrange the enforced filesystem view", false},
-    {"umount2", Match::kAlways, 0, 0, EPERM, "would uncover masked paths", false},
-    {"pivot_root", Match::kAlways, 0, 0, EPERM, "would rearrange the enforced filesystem view", false},
-    {"open_tree", Match::kAlways, 0, 0, EPERM, "mount API: could clone hidden trees", false},
-    {"move_mount", Match::kAlways, 0, 0, EPERM, "mount API: would rearrange the view", false},
-    {"fsopen", Match::kAlways, 0, 0, EPERM, "mount API: creates filesystems", false},
-    {"fsconfig", Match::kAlways, 0, 0, EPERM, "mount API: configures filesystems", false},
-    {"fsmount", Match::kAlways, 0, 0, EPERM, "mount API: creates mounts", false},
-    {"fspick", Match::kAlways, 0, 0, EPERM, "mount API: reconfigures mounts", false},
-    {"mount_setattr", Match::kAlways, 0, 0, EPERM, "mount API: could make read-only mounts writable", false},
-    {"setns", Match::kAlways, 0, 0, EPERM, "joins other namespaces", false},
-    {"clone3", Match::kAlways, 0, 0, ENOSYS, "flags live in memory the filter cannot read; ENOSYS makes libc use clone()", false},
-    {"open_by_handle_at", Match::kAlways, 0, 0, EPERM, "opens files by handle, bypassing path-based masks", false},
-    {"name_to_handle_at", Match::kAlways, 0, 0, EPERM, "produces handles for open_by_handle_at", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCSTI, 0, EPERM, "TIOCSTI injects input into the controlling terminal", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCLINUX, 0, EPERM, "TIOCLINUX can inject input on virtual consoles", false},
+    {"seccomp", hasBit(1, SECCOMP_FILTER_FLAG_NEW_LISTENER), EPERM,
+     "a listener of the program's own could let through calls this table denies", true},
+    {"process_vm_readv", kAlways, EPERM, "read another process's memory"},
+    {"process_vm_writev", kAlways, EPERM, "write another process's memory"},
+    {"pidfd_getfd", kAlways, EPERM, "steal another process's file descriptors"},
+    {"bpf", kAlways, EPERM, "kernel attack surface; loads programs into the kernel"},
+    {"perf_event_open", kAlways, EPERM, "side channels and kernel attack surface"},
+    {"keyctl", kAlways, EPERM, "kernel keyrings are not namespaced"},
+    {"add_key", kAlways, EPERM, "kernel keyrings are not namespaced"},
+    {"request_key", kAlways, EPERM, "kernel keyrings are not namespaced"},
+    {"userfaultfd", kAlways, EPERM, "widens kernel race windows for exploits"},
+    {"io_uring_setup", kAlways, EPERM, "io_uring bypasses seccomp for the calls it submits"},
+    {"io_uring_enter", kAlways, EPERM, "io_uring bypasses seccomp for the calls it submits"},
+    {"io_uring_register", kAlways, EPERM, "io_uring bypasses seccomp for the calls it submits"},
+    {"kexec_load", kAlways, EPERM, "replaces the running kernel"},
+    {"kexec_file_load", kAlways, EPERM, "replaces the running kernel"},
+    {"init_module", kAlways, EPERM, "loads kernel code"},
+    {"finit_module", kAlways, EPERM, "loads kernel code"},
+    {"delete_module", kAlways, EPERM, "unloads kernel code"},
+    {"mount", kAlways, EPERM, "would rearrange the enforced filesystem view"},
+    {"umount2", kAlways, EPERM, "would uncover masked paths"},
+    {"pivot_root", kAlways, EPERM, "would rearrange the enforced filesystem view"},
+    {"open_tree", kAlways, EPERM, "mount API: could clone hidden trees"},
+    {"move_mount", kAlways, EPERM, "mount API: would rearrange the view"},
+    {"fsopen", kAlways, EPERM, "mount API: creates filesystems"},
+    {"fsconfig", kAlways, EPERM, "mount API: configures filesystems"},
+    {"fsmount", kAlways, EPERM, "mount API: creates mounts"},
+    {"fspick", kAlways, EPERM, "mount API: reconfigures mounts"},
+    {"mount_setattr", kAlways, EPERM, "mount API: could make read-only mounts writable"},
+    {"setns", kAlways, EPERM, "joins other namespaces"},
+    {"clone3", kAlways, ENOSYS, "flags live in memory the filter cannot read; ENOSYS makes libc use clone()"},
+    {"open_by_handle_at", kAlways, EPERM, "opens files by handle, bypassing path-based masks"},
+    {"name_to_handle_at", kAlways, EPERM, "produces handles for open_by_handle_at"},
+    {"ioctl", low32Is(1, TIOCSTI), EPERM, "TIOCSTI injects input into the controlling terminal"},
+    {"ioctl", low32Is(1, TIOCLINUX), EPERM, "TIOCLINUX can inject input on virtual consoles"},
     // Terminal state that outlives the sandbox (`stockade run -T` hands the
     // operator's terminal to the child; a PTY of the sandbox's own is harmless
     // to change, but nothing a program needs uses these).
-    {"ioctl", Match::kArg1Low32Equals, TIOCSETD, 0, EPERM, "changes the line discipline: the terminal stays dead after the sandbox", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCCONS, 0, EPERM, "redirects the system console to this terminal", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCVHANGUP, 0, EPERM, "hangs the terminal up for every process that has it open", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCEXCL, 0, EPERM, "makes the terminal exclusive: nobody can open it after the sandbox", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCSSERIAL, 0, EPERM, "reconfigures the serial line behind the terminal", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCMSET, 0, EPERM, "sets the modem lines (DTR drop hangs the line up)", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCMBIS, 0, EPERM, "sets the modem lines (DTR drop hangs the line up)", false},
-    {"ioctl", Match::kArg1Low32Equals, TIOCMBIC, 0, EPERM, "clears the modem lines (DTR drop hangs the line up)", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSETMODE, 0, EPERM, "virtual console graphics mode outlives the sandbox", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSKBMODE, 0, EPERM, "virtual console keyboard mode (raw: a dead keyboard) outlives the sandbox", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSKBMETA, 0, EPERM, "virtual console keyboard mode outlives the sandbox", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSKBENT, 0, EPERM, "rewrites the console keymap for every user", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSKBSENT, 0, EPERM, "rewrites console function-key strings (typed later as input)", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSKBDIACR, 0, EPERM, "rewrites the console accent table for every user", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSETKEYCODE, 0, EPERM, "rewrites the console keycode table for every user", false},
-    {"ioctl", Match::kArg1Low32Equals, KDSIGACCEPT, 0, EPERM, "takes the console's keyboard signals", false},
-    {"ioctl", Match::kArg1Low32Equals, VT_ACTIVATE, 0, EPERM, "switches the active virtual console", false},
-    {"ioctl", Match::kArg1Low32Equals, VT_SETMODE, 0, EPERM, "takes control of virtual console switching", false},
-    {"ioctl", Match::kArg1Low32Equals, VT_RELDISP, 0, EPERM, "takes part in virtual console switching", false},
-    {"ioctl", Match::kArg1Low32Equals, VT_DISALLOCATE, 0, EPERM, "frees virtual consoles", false},
-    {"ioctl", Match::kArg1Low32Equals, VT_RESIZE, 0, EPERM, "resizes every virtual console", false},
-    {"socket", Match::kArg0Low32Equals, AF_PACKET, 0, EPERM, "raw link-layer access", false},
-    {"socket", Match::kArg0Low32Equals, AF_VSOCK, 0, EPERM, "host/guest sockets escape the network namespace", false},
-    {"socket", Match::kArg0Low32EqualsArg2Not, AF_NETLINK, NETLINK_ROUTE, EPERM, "netlink families other than ROUTE are kernel attack surface", false},
-    {"socket", Match::kArg0Low32Equals, AF_UNIX, 0, EPERM, "unix sockets reach host services; the policy allows none", true},
-    {"socket", Match::kArg2Low32Equals, IPPROTO_MPTCP, 0, EPERM, "MPTCP is not covered by Landlock TCP rules", false},
-    {"socketpair", Match::kArg0Low32EqualsArg1Low4Equals, AF_UNIX, SOCK_DGRAM, EPERM,
-     "an unbound datagram socket can sendto() any host unix socket it can see", true},
+    {"ioctl", low32Is(1, TIOCSETD), EPERM, "changes the line discipline: the terminal stays dead after the sandbox"},
+    {"ioctl", low32Is(1, TIOCCONS), EPERM, "redirects the system console to this terminal"},
+    {"ioctl", low32Is(1, TIOCVHANGUP), EPERM, "hangs the terminal up for every process that has it open"},
+    {"ioctl", low32Is(1, TIOCEXCL), EPERM, "makes the terminal exclusive: nobody can open it after the sandbox"},
+    {"ioctl", low32Is(1, TIOCSSERIAL), EPERM, "reconfigures the serial line behind the terminal"},
+    {"ioctl", low32Is(1, TIOCMSET), EPERM, "sets the modem lines (DTR drop hangs the line up)"},
+    {"ioctl", low32Is(1, TIOCMBIS), EPERM, "sets the modem lines (DTR drop hangs the line up)"},
+    {"ioctl", low32Is(1, TIOCMBIC), EPERM, "clears the modem lines (DTR drop hangs the line up)"},
+    {"ioctl", low32Is(1, KDSETMODE), EPERM, "virtual console graphics mode outlives the sandbox"},
+    {"ioctl", low32Is(1, KDSKBMODE), EPERM, "virtual console keyboard mode (raw: a dead keyboard) outlives the sandbox"},
+    {"ioctl", low32Is(1, KDSKBMETA), EPERM, "virtual console keyboard mode outlives the sandbox"},
+    {"ioctl", low32Is(1, KDSKBENT), EPERM, "rewrites the console keymap for every user"},
+    {"ioctl", low32Is(1, KDSKBSENT), EPERM, "rewrites console function-key strings (typed later as input)"},
+    {"ioctl", low32Is(1, KDSKBDIACR), EPERM, "rewrites the console accent table for every user"},
+    {"ioctl", low32Is(1, KDSETKEYCODE), EPERM, "rewrites the console keycode table for every user"},
+    {"ioctl", low32Is(1, KDSIGACCEPT), EPERM, "takes the console's keyboard signals"},
+    {"ioctl", low32Is(1, VT_ACTIVATE), EPERM, "switches the active virtual console"},
+    {"ioctl", low32Is(1, VT_SETMODE), EPERM, "takes control of virtual console switching"},
+    {"ioctl", low32Is(1, VT_RELDISP), EPERM, "takes part in virtual console switching"},
+    {"ioctl", low32Is(1, VT_DISALLOCATE), EPERM, "frees virtual consoles"},
+    {"ioctl", low32Is(1, VT_RESIZE), EPERM, "resizes every virtual console"},
     // The child may be the host's uid 0 (stockade run by root): a setuid or
     // setgid bit it sets on a file in a writable tree would make that file
     // run as root on the host later. Every call that sets mode bits refuses them.
-    {"chmod", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"chmod", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"fchmod", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"fchmod", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"fchmodat", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"fchmodat", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"fchmodat2", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"fchmodat2", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"open", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"open", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"openat", Match::kArg3HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"openat", Match::kArg3HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"creat", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"creat", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"mknod", Match::kArg1HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"mknod", Match::kArg1HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"mknodat", Match::kArg2HasBit, S_ISUID, 0, EPERM, kSetIdReason, false},
-    {"mknodat", Match::kArg2HasBit, S_ISGID, 0, EPERM, kSetIdReason, false},
-    {"openat2", Match::kAlways, 0, 0, ENOSYS, "its mode lives in memory the filter cannot read; ENOSYS makes libc use openat()", false},
+    {"chmod", hasBit(1, S_ISUID), EPERM, kSetIdReason},
+    {"chmod", hasBit(1, S_ISGID), EPERM, kSetIdReason},
+    {"fchmod", hasBit(1, S_ISUID), EPERM, kSetIdReason},
+    {"fchmod", hasBit(1, S_ISGID), EPERM, kSetIdReason},
+    {"fchmodat", hasBit(2, S_ISUID), EPERM, kSetIdReason},
+    {"fchmodat", hasBit(2, S_ISGID), EPERM, kSetIdReason},
+    {"fchmodat2", hasBit(2, S_ISUID), EPERM, kSetIdReason},
+    {"fchmodat2", hasBit(2, S_ISGID), EPERM, kSetIdReason},
+    {"open", hasBit(2, S_ISUID), EPERM, kSetIdReason},
+    {"open", hasBit(2, S_ISGID), EPERM, kSetIdReason},
+    {"openat", hasBit(3, S_ISUID), EPERM, kSetIdReason},
+    {"openat", hasBit(3, S_ISGID), EPERM, kSetIdReason},
+    {"creat", hasBit(1, S_ISUID), EPERM, kSetIdReason},
+    {"creat", hasBit(1, S_ISGID), EPERM, kSetIdReason},
+    {"mknod", hasBit(1, S_ISUID), EPERM, kSetIdReason},
+    {"mknod", hasBit(1, S_ISGID), EPERM, kSetIdReason},
+    {"mknodat", hasBit(2, S_ISUID), EPERM, kSetIdReason},
+    {"mknodat", hasBit(2, S_ISGID), EPERM, kSetIdReason},
+    {"openat2", kAlways, ENOSYS, "its mode lives in memory the filter cannot read; ENOSYS makes libc use openat()"},
+    // limits.fileSizeBytes: RLIMIT_FSIZE does not see space allocated
+    // without a size change (FALLOC_FL_KEEP_SIZE); allocation_limit.h.
+    {"fallocate", kAlways, EFBIG,
+     "allocation beyond limits.fileSizeBytes bypasses RLIMIT_FSIZE; stockade checks offset + len", false, true, true},
+    {"ioctl", low32Is(1, FS_IOC_RESVSP), EOPNOTSUPP, kPreallocReason, true, true},
+    {"ioctl", low32Is(1, FS_IOC_RESVSP64), EOPNOTSUPP, kPreallocReason, true, true},
+    {"ioctl", low32Is(1, FS_IOC_ZERO_RANGE), EOPNOTSUPP, kPreallocReason, true, true},
 };
+
+// THE socket allow-list: socket() and socketpair() succeed only for these
+// (family, type, protocol) combinations; every other one is denied (EPERM,
+// through the supervisor), so a family, type or protocol nobody listed --
+// MPTCP, SCTP, vsock, packet, another netlink family, one the kernel adds
+// next year -- is refused by construction. The type is compared after
+// masking SOCK_NONBLOCK|SOCK_CLOEXEC, for exact equality: the kernel maps
+// some other type values onto listed ones (AF_UNIX SOCK_RAW is a datagram
+// socket), so "not SOCK_DGRAM" would not mean "not a datagram socket".
+// Arguments are compared in all 64 bits: a caller that sets the bits above
+// an int's 32 (which the kernel ignores) is refused, never let through.
+struct SocketAllow {
+  const char* syscall;  // "socket" or "socketpair"
+  int family;
+  int type;
+  std::array<int, 2> protocols;  // a second entry equal to the first: only one
+  Unix when;
+  const char* reason;
+};
+
+constexpr SocketAllow kSocketAllows[] = {
+    {"socket", AF_INET, SOCK_STREAM, {0, IPPROTO_TCP}, Unix::kEither,
+     "TCP in the sandbox's own network namespace: Landlock lets it connect only to the proxy"},
+    {"socket", AF_INET6, SOCK_STREAM, {0, IPPROTO_TCP}, Unix::kEither,
+     "TCP in the sandbox's own network namespace: Landlock lets it connect only to the proxy"},
+    {"socket", AF_INET, SOCK_DGRAM, {0, IPPROTO_UDP}, Unix::kEither,
+     "UDP on the sandbox's own loopback: nothing outside is routable"},
+    {"socket", AF_INET6, SOCK_DGRAM, {0, IPPROTO_UDP}, Unix::kEither,
+     "UDP on the sandbox's own loopback: nothing outside is routable"},
+    {"socket", AF_NETLINK, SOCK_RAW, {NETLINK_ROUTE, NETLINK_ROUTE}, Unix::kEither,
+     "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex)"},
+    {"socket", AF_NETLINK, SOCK_DGRAM, {NETLINK_ROUTE, NETLINK_ROUTE}, Unix::kEither,
+     "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex)"},
+    {"socket", AF_UNIX, SOCK_STREAM, {0, 0}, Unix::kWhenAllowed, "network.allowUnixSockets is not empty"},
+    {"socket", AF_UNIX, SOCK_SEQPACKET, {0, 0}, Unix::kWhenAllowed, "network.allowUnixSockets is not empty"},
+    {"socket", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed, "network.allowUnixSockets is not empty"},
+    {"socketpair", AF_UNIX, SOCK_STREAM, {0, 0}, Unix::kEither,
+     "a connected pair reaches only its own other end"},
+    {"socketpair", AF_UNIX, SOCK_SEQPACKET, {0, 0}, Unix::kEither,
+     "a connected pair reaches only its own other end"},
+    {"socketpair", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed,
+     "a datagram pair can also sendto() any unix socket it can see: only with network.allowUnixSockets"},
+};
+
+// Bits of a socket type argument that are flags, not the type.
+constexpr std::uint64_t kSocketTypeFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
 
 // unshare and clone: one row per namespace flag, generated from kNamespaceFlags.
 constexpr const char* kNamespaceReason = "a new namespace would escape the enforced ones";
 
-const char* flagName(std::uint64_t flag) {
-  switch (flag) {
-    case CLONE_NEWNS: return "CLONE_NEWNS";
-    case CLONE_NEWCGROUP: return "CLONE_NEWCGROUP";
-    case CLONE_NEWUTS: return "CLONE_NEWUTS";
-    case CLONE_NEWIPC: return "CLONE_NEWIPC";
-    case CLONE_NEWUSER: return "CLONE_NEWUSER";
-    case CLONE_NEWPID: return "CLONE_NEWPID";
-    case CLONE_NEWNET: return "CLONE_NEWNET";
-    case CLONE_NEWTIME: return "CLONE_NEWTIME";
-  }
-  return "?";
+// --- the allow-list as deny rules -----------------------------------------
+//
+// libseccomp's rules are a union of conjunctions with one comparison per
+// argument, all matching to a non-default action; an allow rule inside a
+// default-allow filter cannot be written. So the allow-list is compiled into
+// rules that match exactly its complement. Each allowed argument value is a
+// ternary pattern (x & mask) == value; the complement of a set of patterns
+// on one argument is found by splitting on the bits the patterns care about,
+// high to low: a branch no pattern matches becomes one deny comparison.
+// Bits that every allowed value requires to be zero are hoisted into one
+// comparison each (or one `>=` for a run reaching bit 63), once for the
+// whole syscall, so the nested branches need not repeat them.
+
+struct Pattern {
+  std::uint64_t mask;
+  std::uint64_t value;
+  bool operator==(const Pattern&) const = default;
+};
+
+using Tuple = std::array<Pattern, 3>;  // family, type, protocol
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
-std::vector<Denial> denials(const SeccompOptions& options) {
-  std::vector<Denial> out;
-  for (const auto& d : kDenials)
-    if (!(d.unixSocket && options.allowUnixSockets)) out.push_back(d);
-  for (const char* call : {"unshare", "clone"})
-    for (auto flag : kNamespaceFlags) out.push_back({call, Match::kArg0HasBit, flag, 0, EPERM, kNamespaceReason, false});
+class SocketRules {
+ public:
+  SocketRules(const char* syscall, std::vector<SeccompRule>& out) : syscall_(syscall), out_(out) {}
+
+  void compile(const std::vector<Tuple>& allowed) {
+    std::array<std::uint64_t, 3> zero{};  // per argument: bits known to be zero below
+    for (unsigned arg = 1; arg < 3; ++arg) {
+      std::vector<Pattern> all;
+      for (const auto& t : allowed) all.push_back(t[arg]);
+      zero[arg] = hoistZeros(arg, all, 0, {}, "outside every allowed " + argName(arg));
+    }
+    descend(allowed, 0, {}, zero, "");
+  }
+
+ private:
+  static std::string argName(unsigned arg) { return arg == 0 ? "family" : arg == 1 ? "type" : "protocol"; }
+
+  void deny(std::vector<SeccompArg> args, std::string why) {
+    out_.push_back({syscall_, std::move(args), EPERM, std::string("not in the socket allow-list: ") + why, true});
+  }
+
+  // Emits a rule for each bit every pattern requires to be zero (and not yet
+  // known to be); returns those bits.
+  std::uint64_t hoistZeros(unsigned arg, const std::vector<Pattern>& patterns, std::uint64_t known,
+                           const std::vector<SeccompArg>& prefix, const std::string& why) {
+    std::uint64_t zeros = ~0ULL;
+    for (const auto& p : patterns) zeros &= p.mask & ~p.value;
+    zeros &= ~known;
+    if (zeros == 0) return 0;
+    // The run of zero (or already known) bits that reaches bit 63: one `>=`.
+    const int run = std::countl_one(zeros | known);
+    std::uint64_t rest = zeros;
+    if (run > 0) {
+      const unsigned low = 64 - static_cast<unsigned>(run);
+      const std::uint64_t high = low == 0 ? ~0ULL : ~((1ULL << low) - 1);
+      if (zeros & high) {
+        auto args = prefix;
+        args.push_back({arg, Op::kGreaterOrEqual, 0, 1ULL << low});
+        deny(std::move(args), argName(arg) + " >= " + hex(1ULL << low) + ", " + why);
+      }
+      rest &= ~high;
+    }
+    for (std::uint64_t bits = rest; bits; bits &= bits - 1) {
+      const std::uint64_t bit = bits & -bits;
+      auto args = prefix;
+      args.push_back({arg, Op::kMaskedEquals, bit, bit});
+      deny(std::move(args), argName(arg) + " has bit " + hex(bit) + ", " + why);
+    }
+    return zeros;
+  }
+
+  // Emits rules matching the values of `arg` that no candidate matches,
+  // within the branch where the bits of `fixed` equal those of `value`.
+  void split(unsigned arg, const std::vector<Pattern>& candidates, std::uint64_t open, std::uint64_t fixed,
+             std::uint64_t value, const std::vector<SeccompArg>& prefix, const std::string& why) {
+    if (candidates.empty()) {
+      auto args = prefix;
+      args.push_back({arg, Op::kMaskedEquals, fixed, value});
+      deny(std::move(args), argName(arg) + " & " + hex(fixed) + " == " + hex(value) + ", " + why);
+      return;
+    }
+    std::uint64_t care = 0;
+    for (const auto& p : candidates) {
+      if ((p.mask & open) == 0) return;  // this pattern matches every value of the branch
+      care |= p.mask & open;
+    }
+    const std::uint64_t bit = 1ULL << (63 - std::countl_zero(care));
+    for (std::uint64_t v : {std::uint64_t{0}, bit}) {
+      std::vector<Pattern> sub;
+      for (const auto& p : candidates)
+        if ((p.mask & bit) == 0 || (p.value & bit) == v) sub.push_back(p);
+      split(arg, sub, open & ~bit, fixed | bit, value | v, prefix, why);
+    }
+  }
+
+  void descend(const std::vector<Tuple>& allowed, unsigned arg, const std::vector<SeccompArg>& prefix,
+               std::array<std::uint64_t, 3> zero, const std::string& where) {
+    std::vector<Pattern> patterns;
+    for (const auto& t : allowed) {
+      Pattern p{t[arg].mask & ~zero[arg], t[arg].value & ~zero[arg]};
+      if (std::find(patterns.begin(), patterns.end(), p) == patterns.end()) patterns.push_back(p);
+    }
+    const std::string why = where.empty() ? "no allowed " + argName(arg) : "no allowed " + argName(arg) + " for " + where;
+    zero[arg] |= hoistZeros(arg, patterns, zero[arg], prefix, why);
+    for (auto& p : patterns) p = {p.mask & ~zero[arg], p.value & ~zero[arg]};
+    split(arg, patterns, ~zero[arg], 0, 0, prefix, why);
+    if (arg == 2) return;
+    for (const auto& p : patterns) {
+      std::vector<Tuple> sub;
+      for (const auto& t : allowed)
+        if (Pattern{t[arg].mask & ~zero[arg], t[arg].value & ~zero[arg]} == p) sub.push_back(t);
+      auto args = prefix;
+      args.push_back({arg, Op::kMaskedEquals, p.mask, p.value});
+      descend(sub, arg + 1, args, zero,
+              (where.empty() ? "" : where + ", ") + argName(arg) + " " + std::to_string(p.value));
+    }
+  }
+
+  const char* syscall_;
+  std::vector<SeccompRule>& out_;
+};
+
+void addSocketRules(const SeccompOptions& options, std::vector<SeccompRule>& out) {
+  for (const char* call : {"socket", "socketpair"}) {
+    std::vector<Tuple> allowed;
+    for (const auto& a : kSocketAllows) {
+      if (std::string_view(a.syscall) != call || (a.when == Unix::kWhenAllowed && !options.allowUnixSockets)) continue;
+      for (int protocol : a.protocols) {
+        Tuple t = {Pattern{~0ULL, static_cast<std::uint64_t>(a.family)},
+                   Pattern{~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
+                   Pattern{~0ULL, static_cast<std::uint64_t>(protocol)}};
+        if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) allowed.push_back(t);
+      }
+    }
+    SocketRules(call, out).compile(allowed);
+  }
+}
+
+std::string describe(const SeccompRule& r) {
+  if (r.args.empty()) return "always";
+  std::string out;
+  for (const auto& a : r.args) {
+    if (!out.empty()) out += " && ";
+    const std::string arg = "arg" + std::to_string(a.index);
+    if (a.op == Op::kGreaterOrEqual) out += arg + " >= " + hex(a.value);
+    else out += "(" + arg + " & " + hex(a.mask) + ") == " + hex(a.value);
+  }
   return out;
-}
-
-std::string describe(const Denial& d) {
-  switch (d.match) {
-    case Match::kAlways: return "always";
-    case Match::kArg0HasBit: return std::string("arg0 & ") + flagName(d.value);
-    case Match::kArg1Low32Equals: return "(arg1 & 0xffffffff) == " + std::to_string(d.value);
-    case Match::kArg0Low32Equals: return "(arg0 & 0xffffffff) == " + std::to_string(d.value);
-    case Match::kArg0Low32EqualsArg2Not:
-      return "(arg0 & 0xffffffff) == " + std::to_string(d.value) + " && arg2 != " + std::to_string(d.value2);
-    case Match::kArg2Low32Equals: return "(arg2 & 0xffffffff) == " + std::to_string(d.value);
-    case Match::kArg1HasBit: return "arg1 & " + std::to_string(d.value);
-    case Match::kArg2HasBit: return "arg2 & " + std::to_string(d.value);
-    case Match::kArg3HasBit: return "arg3 & " + std::to_string(d.value);
-    case Match::kArg0Low32EqualsArg1Low4Equals:
-      return "(arg0 & 0xffffffff) == " + std::to_string(d.value) + " && (arg1 & 0xf) == " + std::to_string(d.value2);
-  }
-  return "?";
 }
 
 }  // namespace
 
-std::vector<SeccompDenialInfo> seccompDenials(const SeccompOptions& options) {
-  std::vector<SeccompDenialInfo> out;
-  for (const auto& d : denials(options)) out.push_back({d.syscall, describe(d), d.error, d.reason});
+std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
+  std::vector<SeccompRule> out;
+  for (const auto& d : kDenials) {
+    if (d.fileSizeLimit && !options.limitFileSize) continue;
+    std::vector<SeccompArg> args;
+    if (!d.when.always) args.push_back(d.when.arg);
+    out.push_back({d.syscall, std::move(args), d.error, d.reason, d.decided || (d.error == EPERM && !d.unsupervised)});
+  }
+  for (const char* call : {"unshare", "clone"})
+    for (auto flag : kNamespaceFlags) {
+      Condition c = hasBit(0, flag);
+      out.push_back({call, {c.arg}, EPERM, kNamespaceReason, true});
+    }
+  addSocketRules(options, out);
   return out;
 }
 
-std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
-  std::vector<SeccompRule> out;
-  for (const auto& d : denials(options))
-    out.push_back({d.syscall, d.match, d.value, d.value2, d.error, d.reason, d.error == EPERM && !d.unsupervised});
+std::vector<SeccompDenialInfo> seccompDenials(const SeccompOptions& options) {
+  std::vector<SeccompDenialInfo> out;
+  for (const auto& r : seccompRules(options)) out.push_back({r.syscall, describe(r), r.error, r.reason});
   return out;
 }
 

@@ -48,7 +48,7 @@ struct ChildPlan {
   int statusFd = -1;        // write end of the program-status pipe (kept by init)
   int channelFd = -1;       // fds for the supervisor: proxy listeners, then the seccomp listener
   int commandFd = -1;       // the program arrives here (receiveProgram())
-  int pidsCgroupTasks = -1;  // cgroup v1 only: the sandbox cgroup's "tasks" file, to join before forking
+  int cgroupTasks[3] = {-1, -1, -1};  // cgroup v1 only: the sandbox cgroups' "tasks" files, to join before forking
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   bool terminal = false;  // Stdio::kTerminal: make a PTY after the mounts (openSandboxPty())
@@ -216,9 +216,10 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
 
 // Closes every fd above 2 except the child's own (the plan's). Async-signal-safe.
 bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
-  int keep[] = {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.pidsCgroupTasks};
+  int keep[] = {plan.errorFd,        plan.statusFd,       plan.channelFd,     plan.commandFd,
+                plan.cgroupTasks[0], plan.cgroupTasks[1], plan.cgroupTasks[2]};
   constexpr int kCount = sizeof(keep) / sizeof(keep[0]);
-  for (int i = 1; i < kCount; ++i)  // insertion sort: five entries
+  for (int i = 1; i < kCount; ++i)  // insertion sort: seven entries
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
   unsigned next = 3;
   for (int fd : keep) {
@@ -437,7 +438,7 @@ void forwardSignal(int sig) noexcept {
   if (!sendFds(plan.channelFd, listeners, SetupStep::kSeccomp, "seccomp listener", error)) report(plan, error);
   ::close(listener);
   ::close(plan.channelFd);
-  if (!joinPidsCgroup(plan.pidsCgroupTasks, error)) report(plan, error);
+  if (!joinCgroups(plan.cgroupTasks, 3, error)) report(plan, error);
 
   // Built: say so, then wait for the program. Everything from here on runs
   // under every layer above.
@@ -570,9 +571,60 @@ std::string SpawnError::message() const {
 
 namespace {
 
+// Where the sandbox cgroup's controllers live, when the rules ask for one.
+std::optional<CgroupControllers> cgroupsFor(const DerivedRules& rules) {
+  const auto& limits = rules.limits();
+  if (limits.pids == 0 && limits.memoryBytes == 0 && limits.cpuSeconds == 0) return std::nullopt;
+  return findCgroupControllers();
+}
+
+// limits.pids, memoryBytes and cpuSeconds into `r`: the mechanism of each, or
+// the degradation that says why it is weaker.
+void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::optional<CgroupControllers>& cgroups,
+                 EnforcementReport& r) {
+  if (!cgroups) return;
+  const auto& limits = rules.limits();
+  struct Limit {
+    CgroupController controller;
+    std::uint64_t value;
+    const char* field;
+    LimitMechanism* mechanism;
+    const char* fallback;  // what enforces it without a cgroup; nullptr: nothing
+  };
+  const Limit kLimits[] = {
+      {CgroupController::kPids, limits.pids, "limits.pids", &r.pidsLimit, nullptr},
+      {CgroupController::kMemory, limits.memoryBytes, "limits.memoryBytes", &r.memoryLimit,
+       "per process only, as RLIMIT_AS: address space, so tmpfs, /dev/shm and memfd pages are outside it, and each "
+       "process of the sandbox may use the whole limit"},
+      {CgroupController::kCpu, limits.cpuSeconds, "limits.cpuSeconds", &r.cpuLimit,
+       "per process only, as RLIMIT_CPU: each process of the sandbox may use the whole limit"},
+  };
+  for (const auto& limit : kLimits) {
+    if (limit.value == 0) continue;
+    const auto& where = cgroups->of(limit.controller);
+    if (const auto* h = std::get_if<CgroupHierarchy>(&where)) {
+      *limit.mechanism = h->mechanism;
+      // A writable cgroup tree would let the program move itself out of its cgroup.
+      for (const auto& w : mounts.writable)
+        if (policy::isWithin(h->ownCgroupDir, w) || policy::isWithin(w, "/sys/fs/cgroup"))
+          r.degradations.push_back(std::string(limit.field) + ": the policy makes \"" + w +
+                                   "\" writable, and with it the cgroup tree (" + h->ownCgroupDir +
+                                   "): the program could leave its " + cgroupControllerName(limit.controller) +
+                                   " cgroup");
+    } else if (limit.fallback) {
+      *limit.mechanism = LimitMechanism::kRlimit;
+      r.degradations.push_back(std::string(limit.field) + ": enforced " + limit.fallback + " (" +
+                               std::get<std::string>(where) + ")");
+    } else {
+      r.degradations.push_back(std::string(limit.field) + ": not enforced: " + std::get<std::string>(where));
+    }
+  }
+}
+
 // probeEnforcement() with the mount plan already made (spawning needs the
 // plan itself; planning twice cost an lstat per write-denied path).
-EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
+EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts,
+                        const std::optional<CgroupControllers>& cgroups) {
   EnforcementReport r;
   r.userNamespace = r.mountNamespace = r.pidNamespace = r.networkNamespace = r.ipcNamespace = r.utsNamespace = true;
   r.cgroupNamespace = cgroupNamespaceAvailable();
@@ -593,20 +645,8 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
       r.degradations.push_back("landlock: ABI " + std::to_string(r.landlockAbi) +
                                " < 6: abstract unix sockets and signals are not scoped (the namespaces still isolate them)");
   }
-  const auto& limits = rules.limits();
-  if (limits.pids != 0) {
-    auto controller = findPidsController();
-    if (auto* h = std::get_if<PidsHierarchy>(&controller)) {
-      r.pidsLimit = h->mechanism;
-      // A writable cgroup tree would let the program move itself out of its cgroup.
-      for (const auto& w : mounts.writable)
-        if (policy::isWithin(h->ownCgroupDir, w) || policy::isWithin(w, "/sys/fs/cgroup"))
-          r.degradations.push_back("limits.pids: the policy makes \"" + w + "\" writable, and with it the cgroup tree (" +
-                                   h->ownCgroupDir + "): the program could leave its pids cgroup");
-    } else {
-      r.degradations.push_back("limits.pids: not enforced: " + std::get<std::string>(controller));
-    }
-  }
+  probeLimits(rules, mounts, cgroups, r);
+  if (mounts.userCounters.degradation) r.degradations.push_back(*mounts.userCounters.degradation);
   if (!rules.network().allowUnixSockets.empty())
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
@@ -623,7 +663,7 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts) {
 }  // namespace
 
 EnforcementReport probeEnforcement(const SpawnRequest& request) {
-  return probe(request.rules, planMounts(request.rules));
+  return probe(request.rules, planMounts(request.rules), cgroupsFor(request.rules));
 }
 
 PreparedSandbox::~PreparedSandbox() { discard(); }
@@ -646,7 +686,7 @@ PreparedSandbox& PreparedSandbox::operator=(PreparedSandbox&& other) noexcept {
 void PreparedSandbox::discard() noexcept {
   if (!child_.pidfd) return;
   (void)signalChild(child_.pidfd, SIGKILL);
-  (void)platform::waitExit(child_);  // reaps it and removes its pids cgroup
+  (void)platform::waitExit(child_);  // reaps it and removes its cgroup
   child_.pidfd.reset();
 }
 
@@ -656,22 +696,30 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   PreparedSandbox sandbox;
   Child& child = sandbox.child_;
   sandbox.mounts_ = planMounts(request.rules);
-  child.enforcement = probe(request.rules, sandbox.mounts_);
+  const auto cgroups = cgroupsFor(request.rules);
+  child.enforcement = probe(request.rules, sandbox.mounts_, cgroups);
   if (!child.enforcement.degradations.empty() && request.onMissingLayer == OnMissingLayer::kRefuse)
     return parentError(SetupStep::kPrepare, "", 0,
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
-  UniqueFd pidsCgroupTasks;  // cgroup v1: joined by the child itself
-  if (child.enforcement.pidsLimit != PidsMechanism::kNone) {
-    auto cgroupPrepared = prepareSandboxPidsCgroup(request.rules.limits().pids);
-    if (auto* e = std::get_if<std::string>(&cgroupPrepared)) return parentError(SetupStep::kPidsCgroup, "", 0, *e);
-    auto& [cgroup, tasks] = std::get<SandboxPidsCgroup>(cgroupPrepared);
-    child.enforcement.pidsLimit = cgroup.mechanism();
-    child.enforcement.pidsCgroup = cgroup.path();
-    child.pidsCgroup = std::move(cgroup);
-    pidsCgroupTasks = std::move(tasks);
+  std::vector<UniqueFd> cgroupTasks;  // cgroup v1: joined by the child itself
+  const auto& limits = request.rules.limits();
+  auto inCgroup = [](LimitMechanism m) { return m == LimitMechanism::kCgroup2 || m == LimitMechanism::kCgroupV1; };
+  const CgroupLimits cgroupLimits{inCgroup(child.enforcement.pidsLimit) ? limits.pids : 0,
+                                  inCgroup(child.enforcement.memoryLimit) ? limits.memoryBytes : 0,
+                                  inCgroup(child.enforcement.cpuLimit) ? limits.cpuSeconds : 0};
+  if (cgroupLimits.any()) {
+    auto prepared = prepareSandboxCgroup(*cgroups, cgroupLimits);
+    if (auto* e = std::get_if<std::string>(&prepared)) return parentError(SetupStep::kCgroup, "", 0, *e);
+    auto& [cgroup, tasks] = std::get<PreparedCgroup>(prepared);
+    child.enforcement.pidsCgroup = cgroup.pathOf(CgroupController::kPids);
+    child.enforcement.memoryCgroup = cgroup.pathOf(CgroupController::kMemory);
+    child.enforcement.cpuCgroup = cgroup.pathOf(CgroupController::kCpu);
+    child.cgroup = std::move(cgroup);
+    cgroupTasks = std::move(tasks);
   }
+  child.fileSizeBytes = limits.fileSizeBytes;
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
   landlock.writable = landlockWritable(request.rules);
@@ -720,7 +768,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.statusFd = statusWrite.get();
   plan.channelFd = channelChild.get();
   plan.commandFd = commandChild.get();
-  plan.pidsCgroupTasks = pidsCgroupTasks.get();
+  for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) plan.cgroupTasks[i] = cgroupTasks[i].get();
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
   plan.terminal = request.stdio == Stdio::kTerminal;
@@ -731,9 +779,17 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.proxyPort = request.proxyPort;
   plan.mounts = &sandbox.mounts_;
   plan.landlock = &landlock;
-  plan.seccomp = &seccompProgram({!request.rules.network().allowUnixSockets.empty()});
-  plan.limits = {request.rules.limits().cpuSeconds, request.rules.limits().fileSizeBytes,
-                 request.rules.limits().memoryBytes};
+  plan.seccomp = &seccompProgram({.allowUnixSockets = !request.rules.network().allowUnixSockets.empty(),
+                                  .limitFileSize = limits.fileSizeBytes != 0});
+  // The rlimits stand in for a cgroup only where none is usable (a degradation says so).
+  const auto& shares = sandbox.mounts_.userCounters;
+  plan.limits = {.cpuSeconds = child.enforcement.cpuLimit == LimitMechanism::kRlimit ? limits.cpuSeconds : 0,
+                 .fileSizeBytes = limits.fileSizeBytes,
+                 .addressSpace = child.enforcement.memoryLimit == LimitMechanism::kRlimit ? limits.memoryBytes : 0,
+                 .processes = shares.processes,
+                 .pendingSignals = shares.pendingSignals,
+                 .messageQueueBytes = shares.messageQueueBytes,
+                 .lockedBytes = shares.lockedBytes};
   if (keep) sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
 
   int pidfd = -1;
@@ -741,9 +797,9 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   args.flags = CLONE_PIDFD | namespaceCloneFlags(child.enforcement.cgroupNamespace);
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exitSignal = SIGCHLD;
-  if (child.pidsCgroup.mechanism() == PidsMechanism::kCgroup2) {
+  if (child.cgroup.cgroup2DirFd() >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<std::uint64_t>(child.pidsCgroup.dirFd());
+    args.cgroup = static_cast<std::uint64_t>(child.cgroup.cgroup2DirFd());
   }
   long pid;
   {
@@ -752,11 +808,15 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     if (pid == 0) childMain(plan);  // never returns
   }
   if (pid < 0) {
+    const int err = errno;
+    std::string into;
+    for (auto c : {CgroupController::kPids, CgroupController::kMemory, CgroupController::kCpu})
+      if (child.cgroup.mechanismOf(c) == LimitMechanism::kCgroup2) into = child.cgroup.pathOf(c);
     return parentError(SetupStep::kClone, "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
                                           "CLONE_NEWIPC|CLONE_NEWUTS" +
                                               std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
-                                              (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + child.pidsCgroup.path() + "\")" : ")"),
-                       errno);
+                                              (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + into + "\")" : ")"),
+                       err);
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
@@ -856,28 +916,49 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1], initStatus.usage};
 }
 
-// Reaps the exited init: the program's status, and the pids cgroup removed.
+// Reaps the exited init: the program's status, with the limit the sandbox
+// reached and its CPU time read from its cgroup before the cgroup is removed.
 std::variant<ExitStatus, std::string> reap(const Child& child) {
   auto status = platform::waitExit(child.pidfd);
-  if (auto* s = std::get_if<ExitStatus>(&status)) {
-    (void)child.pidsCgroup.remove();  // every task is gone: init was reaped, and it outlives them all
-    return programStatus(child, *s);
+  auto* initStatus = std::get_if<ExitStatus>(&status);
+  if (!initStatus) return status;
+  ExitStatus out = programStatus(child, *initStatus);
+  if (child.cgroup.valid()) {
+    // Every task is gone (init was reaped, and it outlives them all): the counters are final.
+    auto counted = child.cgroup.usage();
+    if (auto* usage = std::get_if<CgroupUsage>(&counted)) {
+      out.limit = limitReached(*usage, child.cgroup.limits());
+      if (usage->cpuNanoseconds) out.cpuTime = std::chrono::nanoseconds(*usage->cpuNanoseconds);
+    }
+    (void)child.cgroup.remove();
   }
-  return status;
+  return out;
 }
 
 }  // namespace
 
+std::variant<const char*, std::string> overLimit(const Child& child) {
+  auto usage = child.cgroup.usage();
+  if (auto* e = std::get_if<std::string>(&usage)) return *e;
+  return limitToKillFor(std::get<CgroupUsage>(usage), child.cgroup.limits());
+}
+
 std::variant<WaitEvent, std::string> waitEvent(const Child& child,
                                                std::optional<std::chrono::steady_clock::time_point> deadline,
                                                int alsoWatch) {
+  using Clock = std::chrono::steady_clock;
   bool listening = child.seccompListener.valid();
+  const bool watchLimits = child.cgroup.needsWatching();
+  auto nextCheck = Clock::now() + kLimitCheckInterval;
   for (;;) {
     int waitMs = -1;
-    if (deadline) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
-      waitMs = static_cast<int>(std::max<long long>(0, left.count()));
-    }
+    auto waitUntil = [&](Clock::time_point when) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now());
+      int ms = static_cast<int>(std::max<long long>(0, left.count()));
+      waitMs = waitMs < 0 ? ms : std::min(waitMs, ms);
+    };
+    if (deadline) waitUntil(*deadline);
+    if (watchLimits) waitUntil(nextCheck);
     pollfd fds[3] = {{child.pidfd.get(), POLLIN, 0}, {alsoWatch, POLLIN, 0}, {child.seccompListener.get(), POLLIN, 0}};
     if (!listening) fds[2].fd = -1;  // poll() ignores negative fds
     int rc = ::poll(fds, 3, waitMs);
@@ -885,10 +966,16 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
     if (rc < 0) return std::string("poll(pidfd, seccomp listener) failed: ") + strerrorname_np(errno);
     if (fds[0].revents & POLLIN) return WaitEvent::kExited;
     // Checked on every pass: a program flooding denied calls keeps poll() from ever timing out.
-    if (rc == 0 || (deadline && std::chrono::steady_clock::now() >= *deadline)) return WaitEvent::kDeadline;
+    if (deadline && Clock::now() >= *deadline) return WaitEvent::kDeadline;
+    if (watchLimits && Clock::now() >= nextCheck) {
+      auto over = overLimit(child);
+      if (auto* e = std::get_if<std::string>(&over)) return *e;
+      if (std::get<const char*>(over)) return WaitEvent::kOverLimit;
+      nextCheck = Clock::now() + kLimitCheckInterval;
+    }
     if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
     if (fds[2].revents & POLLIN) {
-      auto denial = answerDenial(child.seccompListener.get());
+      auto denial = answerDenial(child.seccompListener.get(), {.fileSizeBytes = child.fileSizeBytes});
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
       if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
     } else if (fds[2].revents & (POLLHUP | POLLERR)) {
@@ -898,18 +985,34 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
 }
 
 std::variant<ExitStatus, std::string> waitExit(const Child& child) {
-  auto event = waitEvent(child, std::nullopt);
-  if (auto* e = std::get_if<std::string>(&event)) return *e;
-  return reap(child);
+  for (;;) {
+    auto event = waitEvent(child, std::nullopt);
+    if (auto* e = std::get_if<std::string>(&event)) return *e;
+    if (std::get<WaitEvent>(event) == WaitEvent::kExited) return reap(child);
+    // kOverLimit: the whole sandbox goes; reap() names the limit.
+    if (auto e = signalChild(child.pidfd, SIGKILL)) return *e;
+  }
 }
 
 std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout) {
-  auto event = waitEvent(child, std::chrono::steady_clock::now() + timeout);
-  if (auto* e = std::get_if<std::string>(&event)) return *e;
-  if (std::get<WaitEvent>(event) != WaitEvent::kExited) return std::optional<ExitStatus>();
-  auto status = reap(child);
-  if (auto* e = std::get_if<std::string>(&status)) return *e;
-  return std::optional(std::get<ExitStatus>(status));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto event = waitEvent(child, deadline);
+    if (auto* e = std::get_if<std::string>(&event)) return *e;
+    switch (std::get<WaitEvent>(event)) {
+      case WaitEvent::kExited: {
+        auto status = reap(child);
+        if (auto* e = std::get_if<std::string>(&status)) return *e;
+        return std::optional(std::get<ExitStatus>(status));
+      }
+      case WaitEvent::kOverLimit:
+        if (auto e = signalChild(child.pidfd, SIGKILL)) return *e;
+        continue;
+      case WaitEvent::kDeadline:
+      case WaitEvent::kAlsoWatched:
+        return std::optional<ExitStatus>();
+    }
+  }
 }
 
 }  // namespace stockade::platform

@@ -97,10 +97,17 @@ struct EnforcementReport {
   bool landlockScopes = false;    // ABI >= 6: abstract unix sockets and signals scoped
   bool seccomp = false;
   bool noNewPrivs = false;
-  // limits.pids: what enforces it (cgroup.h). kNone when no limit is asked
-  // for, or when none is usable -- then a degradation says why.
-  PidsMechanism pidsLimit = PidsMechanism::kNone;
-  std::string pidsCgroup;  // spawn() only: the sandbox's cgroup directory, removed once the sandbox has exited
+  // limits.pids, limits.memoryBytes, limits.cpuSeconds: what enforces each
+  // for the whole sandbox (cgroup.h). kNone when the limit is not asked for,
+  // or (pids) when no cgroup is usable; kRlimit: memoryBytes and cpuSeconds
+  // fell back to per-process RLIMIT_AS / RLIMIT_CPU. Both are degradations
+  // that say why.
+  LimitMechanism pidsLimit = LimitMechanism::kNone;
+  LimitMechanism memoryLimit = LimitMechanism::kNone;
+  LimitMechanism cpuLimit = LimitMechanism::kNone;
+  // spawn() only: the sandbox cgroup directory of each limit enforced by one
+  // (one directory may hold several), removed once the sandbox has exited.
+  std::string pidsCgroup, memoryCgroup, cpuCgroup;
   // Each entry says what is weaker than the rules call for, and why.
   std::vector<std::string> degradations;
 };
@@ -124,15 +131,19 @@ struct Child {
   // The seccomp filter's listener: denied calls wait here for an answer.
   // waitExit()/waitExitFor() below answer them (EPERM) and pass each to
   // onDenial; a caller polling the pidfd itself must answer them too
-  // (answerDenial(), seccomp_notify.h).
+  // (answerDenial(seccompListener, {.fileSizeBytes = fileSizeBytes}), seccomp_notify.h).
   UniqueFd seccompListener;
   std::function<void(const SeccompDenial&)> onDenial;
   // Read end of the pipe on which the sandbox's init (pid 1) reports how the
   // program (pid 2) ended. Use waitExit(const Child&) below.
   UniqueFd programStatus;
-  // limits.pids: the sandbox's cgroup; waitExit() removes it once the
-  // sandbox is gone (and so does its destructor, if nobody waited).
-  PidsCgroup pidsCgroup;
+  // limits.pids, memoryBytes, cpuSeconds: the sandbox's cgroup; waitExit()
+  // removes it once the sandbox is gone (and so does its destructor, if
+  // nobody waited).
+  SandboxCgroup cgroup;
+  // limits.fileSizeBytes: the supervisor answers the sandbox's fallocate()
+  // calls against it (allocation_limit.h). 0: no limit, and no such calls.
+  std::uint64_t fileSizeBytes = 0;
 };
 
 struct SpawnError {
@@ -205,18 +216,36 @@ enum class WaitEvent {
   kExited,       // the sandbox's init exited: reap it with waitExit()
   kDeadline,     // the deadline passed
   kAlsoWatched,  // `alsoWatch` became readable
+  kOverLimit,    // a whole-sandbox limit is reached (overLimit()): kill the sandbox, then reap it
 };
-// Waits on the sandbox, answering its seccomp denials meanwhile (each passed
-// to child.onDenial), until its init exits, `deadline` passes, or `alsoWatch`
-// (if >= 0) is readable. Errors name the call; the sandbox then still runs
-// and nobody answers its denials: kill it.
+// Waits on the sandbox, answering its seccomp notifications meanwhile (each
+// refusal passed to child.onDenial), until its init exits, `deadline` passes,
+// `alsoWatch` (if >= 0) is readable, or the sandbox goes over a limit. Errors
+// name the call; the sandbox then still runs and nobody answers its denials:
+// kill it.
+//
+// THE LIMIT HOOK. The kernel enforces limits.pids and a cgroup2 memory limit
+// by itself; limits.cpuSeconds (no kernel CPU-time limit for a cgroup) and a
+// cgroup v1 memory limit (its OOM killer kills one task, not the sandbox)
+// need the supervisor: while child.cgroup.needsWatching(), waitEvent() wakes
+// every kLimitCheckInterval and calls overLimit(child). An event loop that
+// replaces waitEvent() keeps a timer per watched sandbox that does the same:
+// on a non-null answer, SIGKILL the sandbox's init (its pid namespace dies
+// with it) and reap it; the exit report then names the limit (waitExit()).
+inline constexpr std::chrono::milliseconds kLimitCheckInterval{50};
 std::variant<WaitEvent, std::string> waitEvent(const Child& child,
                                                std::optional<std::chrono::steady_clock::time_point> deadline,
                                                int alsoWatch = -1);
+// The limit the sandbox must be killed for now ("limits.cpuSeconds",
+// "limits.memoryBytes"), or nullptr; reads its cgroup's counters (cgroup.h,
+// limitToKillFor()). The error names the file that could not be read.
+std::variant<const char*, std::string> overLimit(const Child& child);
 
-// Waits for the program and reaps the sandbox (and removes its pids cgroup): the program's own status
-// (exit code, or the signal that killed it), or, when the sandbox was killed
-// from outside, init's (kSignaled, SIGKILL). The errors name waitid()/poll().
+// Waits for the program and reaps the sandbox (and removes its cgroup): the
+// program's own status (exit code, or the signal that killed it), or, when the
+// sandbox was killed from outside, init's (kSignaled, SIGKILL); with a sandbox
+// cgroup, the limit it reached (ExitStatus::limit) and its CPU time. A sandbox
+// that goes over a limit meanwhile is killed. The errors name waitid()/poll().
 std::variant<ExitStatus, std::string> waitExit(const Child& child);
 // As waitExit(), giving up after `timeout` (nullopt: still running).
 std::variant<std::optional<ExitStatus>, std::string> waitExitFor(const Child& child, std::chrono::milliseconds timeout);

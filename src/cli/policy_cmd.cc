@@ -16,14 +16,17 @@ constexpr int kExitWidens = 3;
 constexpr const char* kPolicyUsage = R"(usage: stockade policy SUBCOMMAND ...
 
   check FILE                       exit 0 when FILE is a valid policy, 2 with the error when not
-  derive FILE [--cwd DIR]          print the DerivedRules (and fingerprint) as JSON
+  derive FILE [--cwd DIR]          print the DerivedRules, their fingerprint and where each
+                                   field came from ("sources": "file" or "default") as JSON
   narrower BASE CANDIDATE [--cwd DIR]
                                    exit 0 when CANDIDATE is a narrowing of BASE,
                                    3 when it widens (stderr names the axis and entry)
   diff A B [--cwd DIR]             print the per-axis difference of the derived rules as JSON
 
-FILE may be "-" for standard input. Relative paths in a policy resolve against
---cwd (default: the current directory); "~" against $HOME.
+FILE may be "-" for standard input. A section or field FILE leaves out takes
+the bundled default policy's value; an explicit value, [] included, replaces it.
+Relative paths in a policy resolve against --cwd (default: the current
+directory); "~" against $HOME.
 )";
 
 struct Failure {
@@ -36,10 +39,23 @@ SandboxPolicy loadPolicy(const std::string& path) {
   return std::get<SandboxPolicy>(std::move(loaded));
 }
 
-DerivedRules deriveFile(const std::string& path, const DeriveContext& ctx) {
-  auto derived = derive(loadPolicy(path), ctx);
+DerivedRules deriveOrFail(const std::string& path, const SandboxPolicy& policy, const DeriveContext& ctx) {
+  auto derived = derive(policy, ctx);
   if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{path + ": " + err->text()};
   return std::get<DerivedRules>(std::move(derived));
+}
+
+DerivedRules deriveFile(const std::string& path, const DeriveContext& ctx) {
+  return deriveOrFail(path, loadPolicy(path), ctx);
+}
+
+// Where each field's value came from: "file", or "default" (policy/default.json)
+// for a field the file left out.
+nlohmann::json sourcesJson(const SandboxPolicy& policy) {
+  nlohmann::json out = nlohmann::json::object();
+  for (PolicyField f : kAllPolicyFields)
+    out[std::string(policyFieldPath(f))] = policy.source(f) == ValueSource::kGiven ? "file" : "default";
+  return out;
 }
 
 DeriveContext contextFrom(const ParsedArgs& args) {
@@ -95,8 +111,11 @@ int policyCommand(const std::vector<std::string>& args) {
     }
     DeriveContext ctx = contextFrom(a);
     if (sub == "derive") {
-      DerivedRules rules = deriveFile(files[0], ctx);
-      nlohmann::json out = {{"fingerprint", rules.fingerprint()}, {"rules", nlohmann::json::parse(rules.toJson())}};
+      SandboxPolicy policy = loadPolicy(files[0]);
+      DerivedRules rules = deriveOrFail(files[0], policy, ctx);
+      nlohmann::json out = {{"fingerprint", rules.fingerprint()},
+                            {"rules", nlohmann::json::parse(rules.toJson())},
+                            {"sources", sourcesJson(policy)}};
       printOut(out.dump(2) + "\n");
       return kExitOk;
     }

@@ -19,6 +19,7 @@
 #include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
 #include "src/audit/file_sink.h"
+#include "src/audit/limits_event.h"
 #include "src/audit/log.h"
 #include "src/child_env.h"
 #include "src/process/foreground.h"
@@ -237,12 +238,13 @@ int run(const RunOptions& o) {
     case process::Ending::Cause::kFailed:
       throw Failure{ending.error};
     case process::Ending::Cause::kLimit:
-      printErr("stockade run: " + ending.limit + " exceeded; killed the sandbox\n");
-      return ending.status.shellCode();
     case process::Ending::Cause::kExited:
     case process::Ending::Cause::kKilled:
       break;
   }
+  if (ending.status.limit)
+    printErr("stockade run: " + limitMessage(ending.status, rules.limits()) +
+             (ending.cause == process::Ending::Cause::kLimit ? "; killed the sandbox\n" : "\n"));
   return ending.status.shellCode();
 }
 

@@ -69,12 +69,27 @@ void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules r
 
 // An axis the kernel layer cannot narrow here. The caller holds `mu`.
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate) {
-  if (candidate.limits().pids != 0 && candidate.limits().pids != live.limits().pids) {
-    auto controller = platform::findPidsController();
+  // The whole-sandbox limits need a cgroup controller each (platform/linux/cgroup.h).
+  struct Limit {
+    const char* field;
+    std::uint64_t Limits::*value;
+    platform::CgroupController controller;
+    const char* what;
+  };
+  static constexpr Limit kLimits[] = {
+      {"limits.pids", &Limits::pids, platform::CgroupController::kPids, "a process-count limit"},
+      {"limits.memoryBytes", &Limits::memoryBytes, platform::CgroupController::kMemory, "a whole-sandbox memory limit"},
+      {"limits.cpuSeconds", &Limits::cpuSeconds, platform::CgroupController::kCpu, "a whole-sandbox CPU-time limit"},
+  };
+  for (const auto& l : kLimits) {
+    const std::uint64_t wanted = candidate.limits().*l.value;
+    if (wanted == 0 || wanted == live.limits().*l.value) continue;
+    auto controller = platform::findCgroupController(l.controller);
     if (auto* why = std::get_if<std::string>(&controller))
       throw SandboxError(ErrorCode::kNarrowingUnsupported,
-                         "limits.pids: this host cannot enforce a process-count limit (" + *why +
-                             "); leave limits.pids as it is, or run where a pids cgroup is usable");
+                         std::string(l.field) + ": this host cannot enforce " + l.what + " (" + *why + "); leave " +
+                             l.field + " as it is, or run where a " +
+                             platform::cgroupControllerName(l.controller) + " cgroup is usable");
   }
 }
 

@@ -93,6 +93,7 @@ Completion completionOf(const process::Ending& e) {
   c.exitCode = e.status.shellCode();
   c.failed = c.exitCode != 0;
   if (e.status.kind == platform::ExitStatus::Kind::kSignaled) c.signalCode = process::signalName(e.status.value);
+  if (e.status.limit) c.limit = e.status.limit;
   return c;
 }
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "src/audit/limits_event.h"
 #include "src/child_env.h"
 
 namespace stockade::process {
@@ -19,10 +20,6 @@ nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
             {"scopes", r.landlockScopes}}},
           {"seccomp", r.seccomp},
           {"noNewPrivs", r.noNewPrivs},
-          // limits.pids: null when not asked for or not enforced (then a degradation says why)
-          {"pids", r.pidsLimit == platform::PidsMechanism::kNone
-                       ? nlohmann::json(nullptr)
-                       : nlohmann::json{{"mechanism", platform::pidsMechanismName(r.pidsLimit)}, {"cgroup", r.pidsCgroup}}},
           {"degradations", r.degradations}};
 }
 
@@ -131,6 +128,8 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
   spawn["argv"] = r.program.argv;
   spawn["cwd"] = r.program.cwd;
   spawn["enforcement"] = enforcementJson(child.enforcement);
+  // "pids", "memory", "cpu": null when not asked for or not enforced (then a degradation says why)
+  spawn["enforcement"].update(limitEnforcementJson(child.enforcement));
   audit_.write("spawn", std::move(spawn));
   for (const auto& d : child.enforcement.degradations) {
     nlohmann::json degraded = identity(r);
@@ -144,7 +143,7 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
     event["pid"] = d.pid;
     event["syscall"] = d.syscall;
     event["args"] = d.args;
-    event["error"] = "EPERM";
+    event["error"] = strerrorname_np(d.error);
     audit.decision("denial", std::move(event), {"layer", "syscall", "args", "error"});
     if (next) next(d);
   };
@@ -153,8 +152,11 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
     nlohmann::json event = ids;
     event["exitCode"] = e.status.shellCode();
     if (e.status.kind == platform::ExitStatus::Kind::kSignaled) event["signal"] = signalName(e.status.value);
-    event["reason"] = causeName(e.cause);
-    if (!e.limit.empty()) event["limit"] = e.limit;
+    // A limit the sandbox reached is the reason, whether it was killed for
+    // it (memory, CPU) or a fork failed at it (pids).
+    event["reason"] = e.status.limit ? e.status.limit : causeName(e.cause);
+    addExitUsage(event, e.status);
+    if (!e.limit.empty() && !e.status.limit) event["limit"] = e.limit;
     if (!e.error.empty()) event["error"] = e.error;
     event["denials"] = e.denials;
     event["cpuTimeUs"] = e.status.usage.cpuTime.count();

@@ -31,10 +31,15 @@ void Record::ended(const Ending& e) {
     std::lock_guard lock(mu);
     dto_.exitedAt = std::chrono::system_clock::now();
     dto_.state = ProcessState::kTerminal;
-    dto_.metrics.cpuTime = e.status.usage.cpuTime;
+    // The sandbox cgroup's count when it has one (every task, reaped or not), else the init's rusage.
+    dto_.metrics.cpuTime = e.status.cpuTime
+                               ? std::chrono::duration_cast<std::chrono::microseconds>(*e.status.cpuTime)
+                               : e.status.usage.cpuTime;
     dto_.metrics.peakMemoryBytes = e.status.usage.peakRssBytes;
     dto_.metrics.denials = e.denials;
-    if (!e.limit.empty()) dto_.metrics.killedByLimit = e.limit;
+    // limits.pids refuses forks and kills nothing.
+    if (e.status.limit && std::string_view(e.status.limit) != "limits.pids") dto_.metrics.killedByLimit = e.status.limit;
+    else if (!e.limit.empty()) dto_.metrics.killedByLimit = e.limit;
     const bool signaled = e.status.kind == platform::ExitStatus::Kind::kSignaled;
     if (signaled) dto_.signal = signalName(e.status.value);
     else dto_.exitCode = e.status.value;

@@ -47,6 +47,21 @@ void Supervised::start() {
   }
   if (watch_.stdinFd) setNonBlocking(watch_.stdinFd.get());
   std::weak_ptr<Supervised> weak = self;
+  // THE LIMIT HOOK of spawn.h: limits the kernel does not enforce for the
+  // whole sandbox by itself (cpuSeconds, a cgroup v1 memory limit) are read
+  // from its cgroup on a timer; over one, the sandbox is killed, and the exit
+  // report names the limit.
+  if (child_.cgroup.needsWatching() && !watch_.periodic)
+    watch_.periodic = PeriodicCheck{platform::kLimitCheckInterval, [this]() -> std::optional<std::string> {
+                                      auto over = platform::overLimit(child_);
+                                      if (auto* err = std::get_if<std::string>(&over)) {
+                                        if (ending_.error.empty()) ending_.error = *err;
+                                        killNow(SIGKILL, Ending::Cause::kFailed);
+                                        return std::nullopt;
+                                      }
+                                      const char* limit = std::get<const char*>(over);
+                                      return limit ? std::optional<std::string>(limit) : std::nullopt;
+                                    }};
   if (watch_.timeout)
     timers_.push_back(loop_.after(*watch_.timeout, [weak] {
       if (auto s = weak.lock(); s && !s->exited_) s->killNow(SIGKILL, Ending::Cause::kTimedOut);
@@ -99,7 +114,7 @@ void Supervised::onListener(std::uint32_t events) {
     return;
   }
   // The one call per notification: its answer is the event audited.
-  auto answered = platform::answerDenial(child_.seccompListener.get());
+  auto answered = platform::answerDenial(child_.seccompListener.get(), {.fileSizeBytes = child_.fileSizeBytes});
   if (auto* err = std::get_if<std::string>(&answered)) {
     // Never leave the sandbox running once nobody answers its listener.
     loop_.unwatch(child_.seccompListener.get());

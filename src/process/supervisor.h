@@ -44,7 +44,7 @@ struct Ending {
   };
   Cause cause = Cause::kExited;
   platform::ExitStatus status;  // the program's own, or init's SIGKILL when the sandbox was killed
-  std::string limit;            // kLimit: "limits.cpuSeconds"
+  std::string limit;            // kLimit: "limits.cpuSeconds" (status.limit names it too, from the cgroup)
   std::string error;            // kFailed
   long denials = 0;             // seccomp notifications answered
 };
@@ -52,7 +52,9 @@ struct Ending {
 struct PeriodicCheck {
   Clock::duration interval;
   // Returns the name of a limit the child exceeded ("limits.cpuSeconds"):
-  // it is then killed with Cause::kLimit.
+  // it is then killed with Cause::kLimit. Without one of its own, a child
+  // whose cgroup needs watching gets platform::overLimit() every
+  // platform::kLimitCheckInterval (spawn.h's limit hook).
   std::function<std::optional<std::string>()> check;
 };
 

@@ -1,5 +1,6 @@
 // The `stockade policy` commands as a user runs them: real binary, real files.
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -67,6 +68,25 @@ TEST_F(CliPolicyTest, DeriveResolvesAgainstCwdAndPrintsFingerprintedRules) {
   // Same input, same fingerprint.
   auto again = cli({"policy", "derive", t_ / "p.json", "--cwd=" + work});
   EXPECT_EQ(nlohmann::json::parse(again.out)["fingerprint"], j["fingerprint"]);
+}
+
+TEST_F(CliPolicyTest, DeriveShowsWhereEachValueCameFromAndOmittedFieldsKeepTheDefault) {
+  std::string work = t_.dir("work");
+  std::string p = policy("partial.json", R"({"network":{"allowedDomains":["github.com"]},"env":{"allow":[]}})");
+  auto r = cli({"policy", "derive", p, "--cwd", work});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["sources"], nlohmann::json::parse(R"({
+    "filesystem.denyRead": "default", "filesystem.allowRead": "default", "filesystem.allowWrite": "default",
+    "filesystem.denyWrite": "default", "network.allowedDomains": "file", "network.deniedDomains": "default",
+    "network.allowUnixSockets": "default", "network.allowLocalBinding": "default", "env.allow": "file",
+    "limits.memoryBytes": "default", "limits.pids": "default", "limits.cpuSeconds": "default",
+    "limits.fileSizeBytes": "default"})"));
+  // The default's values are in the rules: "." writable, /etc/shadow read-denied; env as given.
+  EXPECT_EQ(j["rules"]["filesystem"]["allowWrite"], nlohmann::json::array({work}));
+  const auto& deny = j["rules"]["filesystem"]["denyRead"];
+  EXPECT_NE(std::find(deny.begin(), deny.end(), "/etc/shadow"), deny.end()) << deny;
+  EXPECT_EQ(j["rules"]["env"]["allow"], nlohmann::json::array());
 }
 
 TEST_F(CliPolicyTest, NarrowerExitCodes) {

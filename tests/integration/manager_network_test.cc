@@ -16,7 +16,8 @@ namespace {
 class ManagerNetworkTest : public testing::ManagerFixture {
  protected:
   SandboxPolicy policy(const std::string& domains) {
-    return SandboxPolicy::fromJson(R"({"network":{"allowedDomains":)" + domains + R"(},"env":{"allow":["PATH"]}})");
+    return SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[],"allowWrite":[]},"network":{"allowedDomains":)" +
+                                   domains + R"(},"env":{"allow":["PATH"]}})");
   }
   RunOptions curl(const std::string& script) {
     RunOptions o{.argv = {"/bin/sh", "-c", script}, .correlationId = "net", .cwd = "/"};

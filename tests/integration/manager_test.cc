@@ -143,7 +143,7 @@ TEST_F(ManagerTest, NarrowAcceptsAnAddedWriteDenyAndItAppliesToTheNextChild) {
 }
 
 TEST_F(ManagerTest, NarrowingPidsWithoutAUsablePidsCgroupIsUnsupportedNamingIt) {
-  if (std::holds_alternative<platform::PidsHierarchy>(platform::findPidsController()))
+  if (std::holds_alternative<platform::CgroupHierarchy>(platform::findCgroupController(platform::CgroupController::kPids)))
     GTEST_SKIP() << "a pids cgroup is usable here; the unprivileged re-run covers this";
   SandboxHandle h = create(policy());
   SandboxError e = expectError([&] { h.narrow(policy(R"(,"limits":{"pids":16})")); });
@@ -158,7 +158,7 @@ TEST_F(ManagerTest, NarrowingPidsWithoutAUsablePidsCgroupIsUnsupportedNamingIt) 
 }
 
 TEST_F(ManagerTest, NarrowedPidsLimitHoldsForTheNextChildAndTheSpawnIsAuditedWithItsCgroup) {
-  auto controller = platform::findPidsController();
+  auto controller = platform::findCgroupController(platform::CgroupController::kPids);
   if (auto* why = std::get_if<std::string>(&controller)) {
     if (::geteuid() == 0) ADD_FAILURE() << "root, yet: " << *why;
     GTEST_SKIP() << "no usable pids cgroup for this user: " << *why;
@@ -171,7 +171,7 @@ TEST_F(ManagerTest, NarrowedPidsLimitHoldsForTheNextChildAndTheSpawnIsAuditedWit
   auto over = runSh(h, "sleep 5 & sleep 5 & sleep 5 & sleep 5 & echo forked");
   EXPECT_NE(over.out, "forked\n");
   EXPECT_TRUE(over.completion.failed) << over.err;
-  const std::string mechanism = platform::pidsMechanismName(std::get<platform::PidsHierarchy>(controller).mechanism);
+  const std::string mechanism = platform::limitMechanismName(std::get<platform::CgroupHierarchy>(controller).mechanism);
   EXPECT_TRUE(auditedWhere([&](const nlohmann::json& j) {
     if (j["event"] != "spawn" || !j.contains("enforcement")) return false;
     const auto& pids = j["enforcement"]["pids"];
@@ -284,8 +284,31 @@ TEST_F(ManagerTest, PerCallFilesystemReplacesTheSessionsRatherThanUnions) {
 
 TEST_F(ManagerTest, PerCallFilesystemWideningIsAConflict) {
   SandboxHandle h = create(policy());
-  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["/etc"]}})");
-  EXPECT_EQ(expectError([&] { runSh(h, "true", wider); }).codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":["/etc"]},
+                                           "env":{"allow":["PATH"]}})");
+  SandboxError e = expectError([&] { runSh(h, "true", wider); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  EXPECT_NE(std::string(e.what()).find("filesystem.allowWrite: \"/etc\""), std::string::npos) << e.what();
+}
+
+// A per-call policy is complete: a field it leaves out is the bundled
+// default's, never the session's (the filesystem part replaces the session's).
+TEST_F(ManagerTest, APerCallPolicyLeavesOutFieldsAtTheBundledDefaultNotTheSessions) {
+  SandboxHandle h = create(policy());
+  const std::string write = R"("allowWrite":[")" + work_ + R"("])";
+  auto repeated = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],)" + write +
+                                          R"(},"env":{"allow":["PATH"]}})");
+  EXPECT_EQ(runSh(h, "echo ok", repeated).out, "ok\n");
+  // Without denyRead the default's list applies, which leaves the session's secrets readable.
+  auto noDenyRead = SandboxPolicy::fromJson(R"({"filesystem":{)" + write + R"(},"env":{"allow":["PATH"]}})");
+  SandboxError e = expectError([&] { runSh(h, "true", noDenyRead); });
+  EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  EXPECT_NE(std::string(e.what()).find("filesystem.denyRead: \"" + secrets_ + "\""), std::string::npos) << e.what();
+  // Without env the default's PATH HOME LANG TERM apply, wider than the session's PATH.
+  auto noEnv = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],)" + write + "}}");
+  SandboxError env = expectError([&] { runSh(h, "true", noEnv); });
+  EXPECT_EQ(env.codeName(), "E_SANDBOX_POLICY_CONFLICT");
+  EXPECT_NE(std::string(env.what()).find("env.allow"), std::string::npos) << env.what();
 }
 
 TEST_F(ManagerTest, PerCallNetworkMustEqualTheSessionsOrStrictlyNarrowIt) {
@@ -557,13 +580,74 @@ TEST_F(ManagerTest, AVolumeUnmountedOnTheHostIsNotServedByAnOlderSpare) {
   EXPECT_EQ(out.out, "rc=1\n") << "the sandbox still showed a volume the host had unmounted";
 }
 
-TEST_F(ManagerTest, AMemoryLimitBelowTheSupervisorsSizeStillRunsAndHoldsForTheProgram) {
+// Whole-sandbox limits need a cgroup controller; without one (the
+// unprivileged re-run) the library refuses the spawn, naming the limit.
+bool cgroupUsable(platform::CgroupController c) {
+  return std::holds_alternative<platform::CgroupHierarchy>(platform::findCgroupController(c));
+}
+
+TEST_F(ManagerTest, AMemoryLimitBelowTheSupervisorsSizeStillRunsAndHoldsForTheWholeSandbox) {
   // The sandbox's init is a copy of this (large, multi-threaded) process; the
   // limit is for the program.
-  SandboxHandle h = create(policy(R"(,"limits":{"memoryBytes":67108864})"));
-  EXPECT_EQ(runSh(h, "echo ok").out, "ok\n");
-  auto big = runSh(h, "dd if=/dev/zero of=/dev/null bs=200M count=1 2>/dev/null; echo rc=$?");
-  EXPECT_NE(big.out, "rc=0\n") << "a 200 MiB buffer fit under a 64 MiB address-space limit";
+  SandboxHandle h = create(policy(R"(,"limits":{"memoryBytes":67108864,"pids":0,"cpuSeconds":0,"fileSizeBytes":0})"));
+  if (!cgroupUsable(platform::CgroupController::kMemory)) {
+    ASSERT_NE(::geteuid(), 0u) << "root, yet no usable memory cgroup";
+    SandboxError refused = expectError([&] { runSh(h, "echo ok"); });
+    EXPECT_EQ(refused.codeName(), "E_SANDBOX_SPAWN_FAILED");
+    EXPECT_NE(std::string(refused.what()).find("limits.memoryBytes: enforced per process only"), std::string::npos)
+        << refused.what();
+    return;
+  }
+  auto small = runSh(h, "echo ok");
+  EXPECT_EQ(small.out, "ok\n");
+  EXPECT_EQ(small.completion.limit, std::nullopt);
+  // 200 MiB in the private /tmp (a tmpfs: no address space at all): the sandbox is killed.
+  auto big = runSh(h, "dd if=/dev/zero of=/tmp/balloon bs=1M count=200 2>/dev/null; echo rc=$?; sleep 5");
+  EXPECT_NE(big.out, "rc=0\n") << "200 MiB of tmpfs fit under a 64 MiB limit";
+  EXPECT_EQ(big.completion.limit, "limits.memoryBytes");
+  EXPECT_EQ(big.completion.exitCode, 137);
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) {
+    return j["event"] == "exit" && j.contains("limit") && j["limit"] == "limits.memoryBytes";
+  }));
+}
+
+TEST_F(ManagerTest, ACpuTimeKillOfTheWholeSandboxIsReportedInTheCompletionAndTheExitEvent) {
+  SandboxHandle h = create(policy(R"(,"limits":{"memoryBytes":0,"pids":0,"cpuSeconds":1,"fileSizeBytes":0})"));
+  if (!cgroupUsable(platform::CgroupController::kCpu)) {
+    ASSERT_NE(::geteuid(), 0u) << "root, yet no usable cpu cgroup";
+    SandboxError refused = expectError([&] { runSh(h, "true"); });
+    EXPECT_NE(std::string(refused.what()).find("limits.cpuSeconds: enforced per process only"), std::string::npos)
+        << refused.what();
+    return;
+  }
+  EXPECT_EQ(runSh(h, "echo quick").completion.limit, std::nullopt);
+  // Two busy shells: each alone stays under a per-process limit for a while, together they pass 1 s.
+  auto hogs = runSh(h, "while :; do :; done & while :; do :; done & wait");
+  EXPECT_EQ(hogs.completion.limit, "limits.cpuSeconds");
+  EXPECT_EQ(hogs.completion.exitCode, 137);
+  EXPECT_EQ(hogs.completion.signalCode, "SIGKILL");
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) {
+    return j["event"] == "exit" && j.contains("limit") && j["limit"] == "limits.cpuSeconds" &&
+           j["cpuTimeMs"].get<long>() >= 1000;
+  }));
+}
+
+TEST_F(ManagerTest, NarrowingToAWholeSandboxLimitWithoutItsCgroupIsUnsupportedNamingIt) {
+  SandboxHandle h = create(policy());
+  std::string narrowed;  // the limits narrowed so far: each narrow() keeps them
+  for (auto [field, controller] : {std::pair{"memoryBytes", platform::CgroupController::kMemory},
+                                   std::pair{"cpuSeconds", platform::CgroupController::kCpu}}) {
+    const std::string limit = std::string("\"") + field + "\":1073741824";
+    const std::string limits = ",\"limits\":{" + narrowed + (narrowed.empty() ? "" : ",") + limit + "}";
+    if (cgroupUsable(controller)) {
+      EXPECT_NO_THROW(h.narrow(policy(limits))) << field;
+      narrowed += (narrowed.empty() ? "" : ",") + limit;
+      continue;
+    }
+    SandboxError e = expectError([&] { h.narrow(policy(limits)); });
+    EXPECT_EQ(e.codeName(), "E_SANDBOX_NARROWING_UNSUPPORTED");
+    EXPECT_NE(std::string(e.what()).find(std::string("limits.") + field), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ManagerTest, ASpareHoldsNoCopyOfAnotherChildsStdin) {

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -299,9 +300,9 @@ class PidsLimitTest : public SpawnTest {
     return std::get<DerivedRules>(std::move(derived));
   }
   // The usable hierarchy, or skips (as a user without one: the refusal test covers that).
-  std::optional<PidsHierarchy> controllerOrSkip() {
-    auto found = findPidsController();
-    if (auto* h = std::get_if<PidsHierarchy>(&found)) return *h;
+  std::optional<CgroupHierarchy> controllerOrSkip() {
+    auto found = findCgroupController(CgroupController::kPids);
+    if (auto* h = std::get_if<CgroupHierarchy>(&found)) return *h;
     if (pidsCgroupRequired()) ADD_FAILURE() << "root on a host with a pids hierarchy: " << std::get<std::string>(found);
     return std::nullopt;
   }
@@ -351,9 +352,9 @@ TEST_F(PidsLimitTest, ASpawnThatFailsInSetupLeavesNoCgroupBehind) {
 }
 
 TEST_F(PidsLimitTest, WithoutAUsablePidsCgroupAPidsLimitIsRefusedOrReportedNeverSilentlyDropped) {
-  auto found = findPidsController();
-  if (std::holds_alternative<PidsHierarchy>(found))
-    GTEST_SKIP() << "a pids cgroup is usable here (" << std::get<PidsHierarchy>(found).ownCgroupDir
+  auto found = findCgroupController(CgroupController::kPids);
+  if (std::holds_alternative<CgroupHierarchy>(found))
+    GTEST_SKIP() << "a pids cgroup is usable here (" << std::get<CgroupHierarchy>(found).ownCgroupDir
                  << "); the unprivileged re-run covers the refusal";
   ASSERT_FALSE(pidsCgroupRequired()) << std::get<std::string>(found);
   auto rules = rulesWithPids(64);
@@ -366,11 +367,59 @@ TEST_F(PidsLimitTest, WithoutAUsablePidsCgroupAPidsLimitIsRefusedOrReportedNever
   auto ran = spawn(req);
   ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
   const auto& report = std::get<Child>(ran).enforcement;
-  EXPECT_EQ(report.pidsLimit, PidsMechanism::kNone);
+  EXPECT_EQ(report.pidsLimit, LimitMechanism::kNone);
   EXPECT_TRUE(report.pidsCgroup.empty());
   ASSERT_FALSE(report.degradations.empty());
   EXPECT_TRUE(report.degradations.front().starts_with("limits.pids: not enforced")) << report.degradations.front();
   (void)waitExit(std::get<Child>(ran));
+}
+
+// limits.memoryBytes and cpuSeconds beside pids: one cgroup concept.
+class SandboxCgroupTest : public PidsLimitTest {};
+
+TEST_F(SandboxCgroupTest, AllThreeLimitsShareTheSandboxCgroupsAndWaitExitForKillsAtTheCpuLimit) {
+  DeriveContext ctx = currentContext();
+  ctx.cwd = dir_;
+  auto derived = derive(SandboxPolicy::fromJson(
+                            R"({"limits": {"pids": 16, "memoryBytes": 268435456, "cpuSeconds": 1, "fileSizeBytes": 0}})"),
+                        ctx);
+  ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived));
+  const auto& rules = std::get<DerivedRules>(derived);
+  auto spawned = spawn(request(rules, {"/bin/sh", "-c", "while :; do :; done & while :; do :; done"}));
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  const auto& e = child.enforcement;
+  if (!child.cgroup.valid()) {
+    EXPECT_FALSE(pidsCgroupRequired()) << "root, yet no sandbox cgroup";
+    // Each limit is named as weaker; nothing claims a cgroup.
+    for (const char* field : {"limits.memoryBytes: enforced per process only", "limits.cpuSeconds: enforced per process only"})
+      EXPECT_TRUE(std::any_of(e.degradations.begin(), e.degradations.end(),
+                              [&](const std::string& d) { return d.starts_with(field); }))
+          << field;
+    EXPECT_EQ(e.memoryLimit, LimitMechanism::kRlimit);
+    EXPECT_EQ(e.cpuLimit, LimitMechanism::kRlimit);
+    (void)signalChild(child.pidfd, SIGKILL);
+    (void)waitExit(child);
+    GTEST_SKIP() << "no usable cgroup for this user: the degradations above are the report";
+  }
+  std::vector<std::string> dirs;
+  for (const auto* d : {&e.pidsCgroup, &e.memoryCgroup, &e.cpuCgroup}) {
+    ASSERT_FALSE(d->empty());
+    EXPECT_NE(readWholeFile(*d + "/cgroup.procs").find(std::to_string(child.pid) + "\n"), std::string::npos) << *d;
+    dirs.push_back(*d);
+  }
+  const bool v1 = e.memoryLimit == LimitMechanism::kCgroupV1;
+  EXPECT_EQ(readWholeFile(e.memoryCgroup + (v1 ? "/memory.limit_in_bytes" : "/memory.max")), "268435456\n");
+  // Waiting kills the sandbox once it has used its second.
+  auto status = waitExitFor(child, std::chrono::seconds(60));
+  ASSERT_TRUE(std::holds_alternative<std::optional<ExitStatus>>(status)) << std::get<std::string>(status);
+  const auto& exited = std::get<std::optional<ExitStatus>>(status);
+  ASSERT_TRUE(exited.has_value()) << "still running after 60 s";
+  EXPECT_STREQ(exited->limit, "limits.cpuSeconds");
+  ASSERT_TRUE(exited->cpuTime.has_value());
+  EXPECT_GE(*exited->cpuTime, std::chrono::seconds(1));
+  EXPECT_EQ(exited->shellCode(), 128 + SIGKILL);
+  for (const auto& d : dirs) EXPECT_FALSE(std::filesystem::exists(d)) << d << " left behind";
 }
 
 }  // namespace

@@ -40,6 +40,32 @@ TEST_F(FilesystemEscapeTest, ReadingEtcShadowShowsNothingWhileEtcPasswdIsReadabl
   EXPECT_NE(passwd.out.find("root:"), std::string::npos);
 }
 
+// A policy that names only the network keeps the default policy's read
+// denies, writable "." and environment (it used to replace them with nothing).
+TEST_F(FilesystemEscapeTest, APartialPolicyKeepsTheDefaultReadDeniesWritesAndEnvironment) {
+  policy = {{"network", {{"allowedDomains", {"github.com"}}}}};
+  auto withHome = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = stockadeArgv();
+    argv.insert(argv.begin(), {"/usr/bin/env", "HOME=" + home, "STOCKADE_TEST_NOT_ALLOWED=leak"});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProcess(argv);
+  };
+  auto key = withHome({probe_, "cat", home + "/.ssh/id_ed25519"});
+  EXPECT_NE(key.exitCode, 0);
+  EXPECT_EQ(key.out.find("SECRET"), std::string::npos) << key.out;
+  auto notes = withHome({probe_, "cat", home + "/notes.txt"});
+  ASSERT_EQ(notes.exitCode, 0) << notes.err;
+  EXPECT_EQ(notes.out, "HOME-NOTES\n");
+  EXPECT_EQ(withHome({probe_, "write", ws + "/new.txt"}).exitCode, 0) << "\".\" (the --cwd) is writable";
+  EXPECT_NE(withHome({probe_, "write", outside + "/new.txt"}).exitCode, 0);
+  EXPECT_FALSE(std::filesystem::exists(outside + "/new.txt"));
+  auto env = withHome({"/usr/bin/env"});
+  ASSERT_EQ(env.exitCode, 0) << env.err;
+  EXPECT_NE(env.out.find("HOME=" + home + "\n"), std::string::npos) << env.out;
+  EXPECT_NE(env.out.find("PATH="), std::string::npos) << env.out;
+  EXPECT_EQ(env.out.find("STOCKADE_TEST_NOT_ALLOWED"), std::string::npos) << env.out;
+}
+
 TEST_F(FilesystemEscapeTest, ADeniedKeyStaysHiddenThroughAPlantedSymlink) {
   ASSERT_EQ(::symlink((home + "/.ssh/id_ed25519").c_str(), (ws + "/key-link").c_str()), 0);
   auto r = probe({"cat", ws + "/key-link"});

@@ -1,13 +1,22 @@
-// limits.pids from inside the sandbox: a fork loop stops at the limit, a
-// program within it runs, the sandbox cannot leave or raise its cgroup, and
-// the cgroup is gone once the run is over. Without a usable pids cgroup (the
-// unprivileged re-run) the run must say the limit is not enforced.
+// Limits from inside the sandbox. limits.pids: a fork loop stops at the
+// limit, a program within it runs, the sandbox cannot leave or raise its
+// cgroup, and the cgroup is gone once the run is over. limits.memoryBytes and
+// limits.cpuSeconds hold for the whole sandbox (tmpfs and memfd balloons, a
+// fork chain of CPU hogs) and a kill says which limit; limits.fileSizeBytes
+// holds against fallocate(KEEP_SIZE); per-user kernel counters are the
+// sandbox's own share. Without a usable cgroup (the unprivileged re-run) the
+// run must say each limit is weaker.
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "platform/linux/cgroup.h"
+#include "platform/linux/user_counters.h"
 #include "tests/security/sandbox_fixture.h"
 #include "tests/support/pids_cgroup.h"
 
@@ -97,9 +106,9 @@ TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotA
 
 TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOneAreNot) {
   if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: nothing is created, nothing to sweep";
-  auto controller = platform::findPidsController();  // the hierarchy stockade will use
-  ASSERT_TRUE(std::holds_alternative<platform::PidsHierarchy>(controller)) << std::get<std::string>(controller);
-  std::string base = std::get<platform::PidsHierarchy>(controller).ownCgroupDir;
+  auto controller = platform::findCgroupController(platform::CgroupController::kPids);  // the hierarchy stockade will use
+  ASSERT_TRUE(std::holds_alternative<platform::CgroupHierarchy>(controller)) << std::get<std::string>(controller);
+  std::string base = std::get<platform::CgroupHierarchy>(controller).ownCgroupDir;
   pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ASSERT_GT(dead, 0);
@@ -113,6 +122,282 @@ TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOn
   EXPECT_TRUE(std::filesystem::exists(live)) << "the cgroup of a live process was removed";
   ::rmdir(live.c_str());
   ::rmdir(abandoned.c_str());
+}
+
+// A policy with every limit spelt out, and the audit of each run.
+class SandboxLimitTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    policy["network"] = {{"allowedDomains", nlohmann::json::array()}};
+    setLimits(0, 0, 0);
+    audit_ = root_ + "/audit.jsonl";
+  }
+  void setLimits(std::uint64_t memoryBytes, std::uint64_t cpuSeconds, std::uint64_t fileSizeBytes) {
+    policy["limits"] = {{"memoryBytes", memoryBytes}, {"pids", 0}, {"cpuSeconds", cpuSeconds},
+                        {"fileSizeBytes", fileSizeBytes}};
+  }
+  // The probe under `stockade run --audit`, killed after 60 s whatever the limits do.
+  ProcessResult run(const std::vector<std::string>& args) {
+    return probe(args, {"--audit", audit_, "--timeout-ms", "60000"});
+  }
+  // The last event of that kind in the audit log (null when none).
+  nlohmann::json lastEvent(const std::string& kind) {
+    std::ifstream in(audit_);
+    nlohmann::json found;
+    for (std::string line; std::getline(in, line);) {
+      auto event = nlohmann::json::parse(line);
+      if (event["event"] == kind) found = event;
+    }
+    return found;
+  }
+  // The mechanism the last spawn event reports for "memory"/"cpu"/"pids" ("" when null).
+  std::string mechanism(const std::string& limit) {
+    auto e = lastEvent("spawn")["enforcement"][limit];
+    return e.is_null() ? "" : e["mechanism"].get<std::string>();
+  }
+  // The highest "KEY=N" the probe printed (-1: none).
+  static long lastCount(const std::string& out, const std::string& key) {
+    long last = -1;
+    for (std::size_t at = out.find(key + "="); at != std::string::npos; at = out.find(key + "=", at + 1))
+      last = std::atol(out.c_str() + at + key.size() + 1);
+    return last;
+  }
+  std::string audit_;
+};
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+class MemoryLimitTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(64 * kMiB, 0, 0);
+  }
+  // True when the memory cgroup enforces the limit; else checks that the run
+  // said it is only RLIMIT_AS (and fails where a cgroup is required).
+  bool cgroupEnforces(const ProcessResult& r) {
+    if (mechanism("memory") == "cgroup-v1" || mechanism("memory") == "cgroup2") return true;
+    EXPECT_FALSE(testing::cgroupRequired(platform::CgroupController::kMemory))
+        << "root on a host with a memory hierarchy, yet: " << r.err;
+    EXPECT_NE(r.err.find("weaker enforcement: limits.memoryBytes: enforced per process only, as RLIMIT_AS"),
+              std::string::npos)
+        << r.err;
+    return false;
+  }
+};
+
+TEST_F(MemoryLimitTest, ATmpfsBalloonIsKilledForTheLimitWhileASmallFileInTheSameTmpFits) {
+  auto small = run({"fill", "/tmp/small", "8"});
+  EXPECT_EQ(small.exitCode, 0) << small.out << small.err;
+  EXPECT_EQ(lastCount(small.out, "wrote"), 8) << small.out;
+  EXPECT_FALSE(lastEvent("exit").contains("limit")) << lastEvent("exit");
+
+  auto balloon = run({"fill", "/tmp/balloon", "0"});  // until something stops it
+  const long wrote = lastCount(balloon.out, "wrote");
+  EXPECT_GE(wrote, 8) << "the balloon did not grow: " << balloon.out << balloon.err;
+  EXPECT_LE(wrote, 64) << "more tmpfs than limits.memoryBytes";
+  if (!cgroupEnforces(balloon)) {
+    // Without the cgroup the private /tmp's own size is what holds.
+    EXPECT_EQ(balloon.exitCode, 1) << balloon.out << balloon.err;
+    EXPECT_NE(balloon.out.find("errno=ENOSPC"), std::string::npos) << balloon.out;
+    return;
+  }
+  EXPECT_EQ(balloon.exitCode, 137) << balloon.out << balloon.err;
+  EXPECT_EQ(lastEvent("exit")["limit"], "limits.memoryBytes") << lastEvent("exit");
+  EXPECT_EQ(lastEvent("exit")["reason"], "limits.memoryBytes") << lastEvent("exit");
+  EXPECT_NE(balloon.err.find("stockade run: limits.memoryBytes: "), std::string::npos) << balloon.err;
+}
+
+TEST_F(MemoryLimitTest, AMemfdBalloonIsKilledForTheLimitWhileASmallOneFits) {
+  auto small = run({"memfd-fill", "8"});
+  EXPECT_EQ(small.exitCode, 0) << small.out << small.err;
+  EXPECT_EQ(lastCount(small.out, "wrote"), 8) << small.out;
+  // memfd pages are in no mount with a size: only the memory cgroup bounds them.
+  auto first = run({"memfd-fill", "1"});
+  if (!cgroupEnforces(first)) return;  // warned; a balloon would be bounded by nothing here
+  auto balloon = run({"memfd-fill", "512"});  // 8 times the limit
+  EXPECT_EQ(balloon.exitCode, 137) << balloon.out << balloon.err;
+  const long wrote = lastCount(balloon.out, "wrote");
+  EXPECT_GE(wrote, 8) << balloon.out << balloon.err;
+  EXPECT_LT(wrote, 64) << balloon.out;
+  EXPECT_EQ(lastEvent("exit")["limit"], "limits.memoryBytes") << lastEvent("exit");
+  EXPECT_NE(balloon.err.find("stockade run: limits.memoryBytes: "), std::string::npos) << balloon.err;
+}
+
+class TmpfsSizeTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(64 * kMiB, 0, 0);
+  }
+};
+
+TEST_F(TmpfsSizeTest, TheSandboxsTmpfsMountsAreSizedByTheMemoryLimitOrAQuarterOfTheHost) {
+  for (const char* path : {"/tmp", "/dev/shm"}) {
+    auto r = run({"statfs", path});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out, "bytes=" + std::to_string(64 * kMiB) + "\n") << path;
+  }
+  setLimits(0, 0, 0);
+  const std::uint64_t quarter =
+      static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
+  auto r = run({"statfs", "/tmp"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  const long long bytes = std::atoll(r.out.c_str() + 6);
+  EXPECT_GT(bytes, 0) << r.out;
+  // The kernel rounds the size up to whole pages.
+  EXPECT_GE(static_cast<std::uint64_t>(bytes), quarter) << r.out;
+  EXPECT_LT(static_cast<std::uint64_t>(bytes), quarter + 4096) << r.out;
+  // A read mask is a tiny tmpfs (nothing can be written to it anyway).
+  auto mask = run({"statfs", home + "/.ssh"});
+  EXPECT_EQ(mask.out, "bytes=4096\n") << mask.err;
+}
+
+class CpuLimitTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(0, 1, 0);
+  }
+};
+
+TEST_F(CpuLimitTest, AForkChainOfCpuHogsIsKilledNearOneSecondInAllWhileAShortComputationFinishes) {
+  auto spin = run({"cpu-spin", "0.2"});
+  EXPECT_EQ(spin.exitCode, 0) << spin.out << spin.err;
+  EXPECT_EQ(spin.out, "spun\n");
+  auto spun = lastEvent("exit");
+  EXPECT_FALSE(spun.contains("limit")) << spun;
+
+  if (mechanism("cpu") != "cgroup-v1" && mechanism("cpu") != "cgroup2") {
+    EXPECT_FALSE(testing::cgroupRequired(platform::CgroupController::kCpu)) << "root, yet: " << spin.err;
+    EXPECT_NE(spin.err.find("weaker enforcement: limits.cpuSeconds: enforced per process only, as RLIMIT_CPU"),
+              std::string::npos)
+        << spin.err;
+    // The per-process fallback still holds for one process.
+    auto hog = run({"cpu-spin", "5"});
+    EXPECT_EQ(hog.exitCode, 137) << hog.out << hog.err;  // RLIMIT_CPU: SIGKILL at the hard limit
+    EXPECT_EQ(hog.out, "");
+    return;
+  }
+  EXPECT_GE(spun["cpuTimeMs"].get<long>(), 200) << spun;
+  EXPECT_LT(spun["cpuTimeMs"].get<long>(), 1000) << spun;
+
+  // Each process stays below one second (RLIMIT_CPU alone never fired);
+  // together they would use 4.8 s.
+  auto chain = run({"cpu-chain", "12", "0.4"});
+  EXPECT_EQ(chain.exitCode, 137) << chain.out << chain.err;
+  EXPECT_GE(lastCount(chain.out, "generation"), 2) << "the chain never forked: " << chain.out << chain.err;
+  auto exit = lastEvent("exit");
+  EXPECT_EQ(exit["limit"], "limits.cpuSeconds") << exit;
+  EXPECT_EQ(exit["reason"], "limits.cpuSeconds") << exit;
+  // Checked every 50 ms on 2 CPUs: the kill lands within a few checks of the limit.
+  EXPECT_GE(exit["cpuTimeMs"].get<long>(), 1000) << exit;
+  EXPECT_LT(exit["cpuTimeMs"].get<long>(), 2000) << exit;
+  EXPECT_NE(chain.err.find("stockade run: limits.cpuSeconds: the sandbox used "), std::string::npos) << chain.err;
+}
+
+class FileSizeLimitTest : public SandboxLimitTest {
+ protected:
+  void SetUp() override {
+    SandboxLimitTest::SetUp();
+    setLimits(0, 0, kMiB);
+  }
+  static struct stat statOf(const std::string& path) {
+    struct stat st = {};
+    ::stat(path.c_str(), &st);
+    return st;
+  }
+};
+
+TEST_F(FileSizeLimitTest, AKeepSizeAllocationBeyondTheLimitFailsWithEfbigWhileOneWithinItWorks) {
+  constexpr int kKeepSize = 1;  // FALLOC_FL_KEEP_SIZE
+  auto within = run({"fallocate", ws + "/within", std::to_string(kKeepSize), "0", std::to_string(kMiB / 2)});
+  EXPECT_EQ(within.exitCode, 0) << within.out << within.err;
+  EXPECT_EQ(within.out, "blocks=1024 size=0\n");  // 512 KiB allocated, the size left at 0
+  EXPECT_EQ(statOf(ws + "/within").st_blocks, 1024);
+
+  auto beyond = run({"fallocate", ws + "/beyond", std::to_string(kKeepSize), "0", std::to_string(1ULL << 30)});
+  EXPECT_EQ(beyond.exitCode, 1) << beyond.out << beyond.err;
+  EXPECT_NE(beyond.out.find("errno=EFBIG"), std::string::npos) << beyond.out << beyond.err;
+  EXPECT_EQ(statOf(ws + "/beyond").st_blocks, 0) << "space was allocated beyond limits.fileSizeBytes";
+  auto denial = lastEvent("denial");
+  EXPECT_EQ(denial["syscall"], "fallocate") << denial;
+  EXPECT_EQ(denial["error"], "EFBIG") << denial;
+  // Starting inside the limit and ending beyond it is beyond it too.
+  auto straddle = run({"fallocate", ws + "/beyond", std::to_string(kKeepSize), std::to_string(kMiB / 2),
+                       std::to_string(kMiB)});
+  EXPECT_NE(straddle.out.find("errno=EFBIG"), std::string::npos) << straddle.out << straddle.err;
+}
+
+TEST_F(FileSizeLimitTest, ThePreallocationIoctlIsRefusedWhileWritesWithinTheLimitWork) {
+  auto ioctl = run({"resvsp", ws + "/reserved", std::to_string(1ULL << 30)});
+  EXPECT_EQ(ioctl.exitCode, 1) << ioctl.out << ioctl.err;
+  EXPECT_NE(ioctl.out.find("errno=EOPNOTSUPP"), std::string::npos) << ioctl.out << ioctl.err;
+  EXPECT_EQ(statOf(ws + "/reserved").st_blocks, 0);
+  auto write = run({"fill", ws + "/written", "1"});
+  EXPECT_EQ(write.exitCode, 0) << write.out << write.err;
+  EXPECT_EQ(statOf(ws + "/written").st_size, static_cast<off_t>(kMiB));
+}
+
+TEST_F(FileSizeLimitTest, WithoutAFileSizeLimitFallocateIsNotTrapped) {
+  setLimits(0, 0, 0);
+  auto r = run({"fallocate", ws + "/free", "1", "0", std::to_string(2 * kMiB)});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "blocks=4096 size=0\n");
+  EXPECT_EQ(lastEvent("denial"), nlohmann::json()) << "a fallocate() reached the supervisor without a limit";
+}
+
+class UserCountersTest : public SandboxLimitTest {};
+
+TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanStillCreateOne) {
+  const long hostMax = std::atol(slurp("/proc/sys/user/max_inotify_instances").c_str());
+  ASSERT_GT(hostMax, 0);
+  const long share = static_cast<long>(platform::sandboxShare(static_cast<std::uint64_t>(hostMax)));
+  {
+    int before = ::inotify_init1(IN_CLOEXEC);
+    if (before < 0) GTEST_SKIP() << "this user has no inotify instance left before the run: " << strerrorname_np(errno);
+    ::close(before);
+  }
+  auto cap = run({"cat", "/proc/sys/user/max_inotify_instances"});
+  EXPECT_EQ(cap.out, std::to_string(share) + "\n") << cap.err;
+
+  ProcessResult flood;
+  std::thread sandbox([&] { flood = run({"inotify-hold", ws}); });
+  for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool ready = std::filesystem::exists(ws + "/ready");
+  // While the sandbox holds every instance it could get:
+  int host = ::inotify_init1(IN_CLOEXEC);
+  const int hostErrno = errno;
+  std::ofstream(ws + "/go") << "go";
+  sandbox.join();
+  ASSERT_TRUE(ready) << flood.out << flood.err;
+  EXPECT_GE(host, 0) << "the host user got " << strerrorname_np(hostErrno) << " while the sandbox ran";
+  if (host >= 0) ::close(host);
+  EXPECT_EQ(flood.exitCode, 0) << flood.out << flood.err;
+  const long held = lastCount(flood.out, "inotify");
+  EXPECT_GE(held, 1) << flood.out;
+  EXPECT_LE(held, share) << flood.out;
+  EXPECT_NE(flood.out.find("errno=EMFILE"), std::string::npos) << flood.out;
+}
+
+TEST_F(UserCountersTest, TheSandboxsTasksAndQueuedSignalsAreCappedAtAShareOfTheHostUsers) {
+  rlimit nproc{}, sigpending{};
+  ::getrlimit(RLIMIT_NPROC, &nproc);
+  ::getrlimit(RLIMIT_SIGPENDING, &sigpending);
+  auto r = run({"cat", "/proc/self/limits"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto soft = [&](const std::string& name) {
+    auto at = r.out.find(name);
+    return at == std::string::npos ? std::string("?") : r.out.substr(at + 26, r.out.find(' ', at + 26) - at - 26);
+  };
+  if (nproc.rlim_cur != RLIM_INFINITY) {
+    EXPECT_EQ(soft("Max processes"), std::to_string(platform::sandboxShare(nproc.rlim_cur))) << r.out;
+  }
+  if (sigpending.rlim_cur != RLIM_INFINITY) {
+    EXPECT_EQ(soft("Max pending signals"), std::to_string(platform::sandboxShare(sigpending.rlim_cur))) << r.out;
+  }
 }
 
 }  // namespace

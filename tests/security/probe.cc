@@ -8,7 +8,11 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
+#include <linux/falloc.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/mount.h>
@@ -17,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -29,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <time.h>
 
 namespace {
 
@@ -37,6 +43,38 @@ int result(long rc, const char* what) {
   std::fprintf(stderr, "%s: %s\n", what, strerrorname_np(errno) ? strerrorname_np(errno) : "?");
   std::printf("errno=%s\n", strerrorname_np(errno) ? strerrorname_np(errno) : "?");
   return 1;
+}
+
+// Writes 1 MiB chunks to `fd` until `maxMiB` (0: no end) or an error,
+// printing "wrote=<MiB>" after each chunk (flushed: the test sees how far a
+// killed balloon got). Exit 0 when all were written.
+int fill(int fd, long maxMiB) {
+  static char chunk[1 << 20];
+  std::memset(chunk, 'x', sizeof chunk);  // charged as the probe's own memory, like any program's buffer
+  for (long mib = 0; maxMiB == 0 || mib < maxMiB; ++mib) {
+    for (std::size_t done = 0; done < sizeof chunk;) {
+      ssize_t n = ::write(fd, chunk + done, sizeof chunk - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return result(-1, "write");
+      done += static_cast<std::size_t>(n);
+    }
+    std::printf("wrote=%ld\n", mib + 1);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+double cpuSeconds() {
+  timespec ts;
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+void spin(double seconds) {
+  const double until = cpuSeconds() + seconds;
+  volatile unsigned long sink = 0;
+  while (cpuSeconds() < until)
+    for (int i = 0; i < 100000; ++i) sink = sink + static_cast<unsigned long>(i);
 }
 
 int cat(const char* path) {
@@ -80,6 +118,32 @@ int connectTo(int type, const char* addr, int port, bool waitReply) {
     if (::recv(fd, &c, 1, 0) != 1) return result(-1, "recv");
   }
   return 0;
+}
+
+// Sends "ESCAPE" to the unix socket at `path` through `fd`, then "FDPASS"
+// with a descriptor of "/" attached.
+void sendToHostSocket(int fd, const char* path) {
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path, sizeof addr.sun_path - 1);
+  (void)::sendto(fd, "ESCAPE", 6, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int root = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov = {const_cast<char*>("FDPASS"), 6};
+  msghdr msg = {};
+  msg.msg_name = &addr;
+  msg.msg_namelen = sizeof addr;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &root, sizeof root);
+  (void)::sendmsg(fd, &msg, MSG_DONTWAIT);
+  ::close(root);
 }
 
 long int80Getpid() {
@@ -166,6 +230,83 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
+  if (op == "fill") {  // fill PATH MiB (0: until it fails)
+    int fd = ::open(arg(2), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    return fill(fd, std::atol(arg(3)));
+  }
+  if (op == "memfd-fill") {  // memfd-fill MiB (0: until it fails)
+    int fd = ::memfd_create("balloon", MFD_CLOEXEC);
+    if (fd < 0) return result(-1, "memfd_create");
+    return fill(fd, std::atol(arg(2)));
+  }
+  if (op == "statfs") {  // statfs PATH: "bytes=<size of the filesystem>"
+    struct statfs st;
+    if (::statfs(arg(2), &st) != 0) return result(-1, "statfs");
+    std::printf("bytes=%llu\n", static_cast<unsigned long long>(st.f_blocks) * static_cast<unsigned long long>(st.f_bsize));
+    return 0;
+  }
+  if (op == "cpu-spin") {  // cpu-spin SECONDS of this process's own CPU time, then exit 0
+    spin(std::atof(arg(2)));
+    std::printf("spun\n");
+    return 0;
+  }
+  if (op == "cpu-chain") {  // cpu-chain GENERATIONS SECONDS: each process spins, forks the next, waits for it
+    const long generations = std::atol(arg(2));
+    const double each = std::atof(arg(3));
+    for (long g = 0; g < generations; ++g) {
+      spin(each);
+      std::printf("generation=%ld\n", g + 1);
+      std::fflush(stdout);
+      pid_t child = ::fork();
+      if (child < 0) return result(-1, "fork");
+      if (child > 0) {
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    return 0;
+  }
+  if (op == "fallocate") {  // fallocate PATH MODE OFFSET LEN (decimal): "blocks=<st_blocks>" after it
+    int fd = ::open(arg(2), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    if (::fallocate(fd, std::atoi(arg(3)), std::atoll(arg(4)), std::atoll(arg(5))) != 0) return result(-1, "fallocate");
+    struct stat st;
+    ::fstat(fd, &st);
+    std::printf("blocks=%lld size=%lld\n", static_cast<long long>(st.st_blocks), static_cast<long long>(st.st_size));
+    return 0;
+  }
+  if (op == "resvsp") {  // resvsp PATH LEN: ioctl(FS_IOC_RESVSP64), the XFS-compatible preallocation
+    struct {
+      std::int16_t type, whence;
+      std::int64_t start, len;
+      std::int32_t sysid;
+      std::uint32_t pid;
+      std::int32_t pad[4];
+    } range = {0, SEEK_SET, 0, std::atoll(arg(3)), 0, 0, {}};
+    static_assert(sizeof range == 48);
+    int fd = ::open(arg(2), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    return result(::ioctl(fd, 0x4030582aUL /* FS_IOC_RESVSP64 */, &range), "ioctl(FS_IOC_RESVSP64)");
+  }
+  if (op == "inotify-hold") {  // inotify-hold DIR: instances until one fails; DIR/ready; wait for DIR/go
+    long instances = 0;
+    int failure = 0;
+    for (;;) {
+      if (::inotify_init1(IN_CLOEXEC) < 0) {
+        failure = errno;
+        break;
+      }
+      if (++instances == 100000) break;
+    }
+    std::printf("inotify=%ld errno=%s\n", instances, failure ? strerrorname_np(failure) : "none");
+    std::fflush(stdout);
+    const std::string dir = arg(2);
+    ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
+    return 0;
+  }
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
     unsigned long request = std::strtoul(arg(2), nullptr, 16);
     char c = 'x';
@@ -215,6 +356,36 @@ int main(int argc, char** argv) {
   if (op == "socketpair") {
     int sv[2];
     return result(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), "socketpair");
+  }
+  if (op == "unix-every-type") {  // unix-every-type PATH: every type value 0-15, with and without the flags
+    // socket() and socketpair() of AF_UNIX with each type, each used to send
+    // to the socket at PATH (a datagram, then a passed fd; a seqpacket pair
+    // ignores the address and sends to its own peer). Prints how many were
+    // created, and whether a stream pair carries a byte.
+    int sockets = 0, pairs = 0;
+    for (int type = 0; type < 16; ++type) {
+      for (int flags : {0, int{SOCK_NONBLOCK}, int{SOCK_CLOEXEC}, SOCK_NONBLOCK | SOCK_CLOEXEC}) {
+        int fd = ::socket(AF_UNIX, type | flags, 0);
+        if (fd >= 0) {
+          ++sockets;
+          sendToHostSocket(fd, arg(2));
+          ::close(fd);
+        }
+        int sv[2];
+        if (::socketpair(AF_UNIX, type | flags, 0, sv) == 0) {
+          ++pairs;
+          sendToHostSocket(sv[0], arg(2));
+          ::close(sv[0]);
+          ::close(sv[1]);
+        }
+      }
+    }
+    int sv[2];
+    char c = 0;
+    bool pairWorks = ::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && ::write(sv[0], "x", 1) == 1 &&
+                     ::read(sv[1], &c, 1) == 1 && c == 'x';
+    std::printf("sockets=%d pairs=%d stream-pair=%s\n", sockets, pairs, pairWorks ? "ok" : "broken");
+    return 0;
   }
   if (op == "tcp") return connectTo(SOCK_STREAM, arg(2), std::atoi(arg(3)), std::string_view(arg(4)) == "reply");
   if (op == "udp") return connectTo(SOCK_DGRAM, arg(2), std::atoi(arg(3)), false);

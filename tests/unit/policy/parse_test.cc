@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 
 #include "stockade/error.h"
@@ -97,11 +99,90 @@ TEST(ParseTest, LoadsASandboxRuntimeSettingsFile) {
   ASSERT_TRUE(std::holds_alternative<SandboxPolicy>(parsed)) << std::get<PolicyError>(parsed).text();
 }
 
-TEST(ParseTest, EmptyObjectIsTheClosedPolicy) {
+TEST(ParseTest, EmptyObjectIsTheBundledDefault) {
   auto p = SandboxPolicy::fromJson("{}");
-  EXPECT_TRUE(p.filesystem().allowWrite.empty());
-  EXPECT_TRUE(p.network().allowedDomains.empty());
-  EXPECT_FALSE(p.network().allowLocalBinding);
+  EXPECT_EQ(p, SandboxPolicy::defaults());
+  for (PolicyField f : kAllPolicyFields) EXPECT_EQ(p.source(f), ValueSource::kDefault) << policyFieldPath(f);
+}
+
+// The issue's case: a file that only allows a domain kept nothing of the
+// default, so the child could read ~/.ssh and got an empty environment.
+TEST(ParseTest, OmittedFieldsTakeTheBundledDefaultsValue) {
+  auto p = SandboxPolicy::fromJson(R"({"network":{"allowedDomains":["github.com"]}})");
+  const SandboxPolicy d = SandboxPolicy::defaults();
+  EXPECT_EQ(p.network().allowedDomains, std::vector<std::string>{"github.com"});
+  EXPECT_EQ(p.filesystem(), d.filesystem());
+  EXPECT_EQ(p.env(), d.env());
+  EXPECT_EQ(p.limits(), d.limits());
+  const auto& deny = p.filesystem().denyRead;
+  for (const char* secret : {"~/.ssh", "/etc/shadow"})
+    EXPECT_NE(std::find(deny.begin(), deny.end(), secret), deny.end()) << secret;
+  EXPECT_EQ(p.env().allow, (std::vector<std::string>{"PATH", "HOME", "LANG", "TERM"}));
+}
+
+TEST(ParseTest, AnExplicitValueReplacesTheDefaultEvenWhenEmpty) {
+  auto p = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[],"allowWrite":["/srv/out"]},"env":{"allow":[]},
+                                       "limits":{"pids":0}})");
+  EXPECT_TRUE(p.filesystem().denyRead.empty());
+  EXPECT_EQ(p.filesystem().allowWrite, std::vector<std::string>{"/srv/out"});
+  EXPECT_TRUE(p.env().allow.empty());
+  // A field of the same section that the file left out keeps its default.
+  EXPECT_EQ(p.filesystem().allowRead, SandboxPolicy::defaults().filesystem().allowRead);
+}
+
+TEST(ParseTest, AnEmptySectionKeepsEveryDefaultOfThatSection) {
+  for (const char* text : {R"({"filesystem":{}})", R"({"network":{}})", R"({"env":{}})", R"({"limits":{}})"})
+    EXPECT_EQ(SandboxPolicy::fromJson(text), SandboxPolicy::defaults()) << text;
+}
+
+TEST(ParseTest, SourceSaysWhichFieldsTheTextGave) {
+  auto p = SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["."],"denyWrite":[]},
+                                       "network":{"allowLocalBinding":false},"limits":{"pids":8}})");
+  std::vector<std::string> given;
+  for (PolicyField f : kAllPolicyFields)
+    if (p.source(f) == ValueSource::kGiven) given.emplace_back(policyFieldPath(f));
+  // Given with the default's own value still counts as given.
+  EXPECT_EQ(given, (std::vector<std::string>{"filesystem.allowWrite", "filesystem.denyWrite",
+                                             "network.allowLocalBinding", "limits.pids"}));
+}
+
+TEST(ParseTest, EveryFieldHasItsOwnJsonPath) {
+  std::set<std::string_view> paths;
+  for (PolicyField f : kAllPolicyFields) {
+    EXPECT_TRUE(policyFieldPath(f).find('.') != std::string_view::npos) << static_cast<unsigned>(f);
+    paths.insert(policyFieldPath(f));
+  }
+  EXPECT_EQ(paths.size(), std::size(kAllPolicyFields));
+}
+
+// The compiled-in values (the C++ members' initialisers) are what
+// policy/default.json says, and the file spells out every field.
+TEST(ParseTest, TheBundledDefaultsAreWhatDefaultJsonSays) {
+  auto parsed = SandboxPolicy::parse(SandboxPolicy::defaultJson());
+  ASSERT_TRUE(std::holds_alternative<SandboxPolicy>(parsed)) << std::get<PolicyError>(parsed).text();
+  const auto& fromText = std::get<SandboxPolicy>(parsed);
+  EXPECT_EQ(fromText, SandboxPolicy::defaults());
+  for (PolicyField f : kAllPolicyFields) {
+    EXPECT_EQ(fromText.source(f), ValueSource::kGiven) << "policy/default.json leaves out " << policyFieldPath(f);
+    EXPECT_EQ(SandboxPolicy::defaults().source(f), ValueSource::kDefault) << policyFieldPath(f);
+  }
+}
+
+TEST(ParseTest, MakeStartsEveryMemberLeftOutAtTheBundledDefault) {
+  const SandboxPolicy d = SandboxPolicy::defaults();
+  auto p = SandboxPolicy::make({.allowWrite = {"/srv/out"}}, {.allowedDomains = {"github.com"}}, {});
+  EXPECT_EQ(p.filesystem().denyRead, d.filesystem().denyRead);
+  EXPECT_EQ(p.env(), d.env());
+  EXPECT_EQ(p.source(PolicyField::kAllowWrite), ValueSource::kGiven);
+  EXPECT_EQ(p.source(PolicyField::kAllowedDomains), ValueSource::kGiven);
+  EXPECT_EQ(p.source(PolicyField::kDenyRead), ValueSource::kDefault);
+  // The same policy in JSON is the same value.
+  EXPECT_EQ(p, SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["/srv/out"]},"network":{"allowedDomains":["github.com"]}})"));
+  // An explicit empty member replaces the default.
+  auto open = SandboxPolicy::make({.denyRead = {}}, {}, {.allow = {}});
+  EXPECT_TRUE(open.filesystem().denyRead.empty());
+  EXPECT_TRUE(open.env().allow.empty());
+  EXPECT_EQ(open.source(PolicyField::kDenyRead), ValueSource::kGiven);
 }
 
 TEST(ParseTest, FromJsonThrowsInvalidPolicyWithTheFieldInTheMessage) {
@@ -118,6 +199,7 @@ TEST(ParseTest, FromJsonThrowsInvalidPolicyWithTheFieldInTheMessage) {
 
 TEST(ParseTest, MakeValidatesPartsBuiltInCode) {
   EXPECT_THROW(SandboxPolicy::make({}, {.allowedDomains = {"*"}}, {}), SandboxError);
+  EXPECT_THROW(SandboxPolicy::make({.denyWrite = {"/tmp/*"}}, {}, {}), SandboxError);
   EXPECT_NO_THROW(SandboxPolicy::make({.allowWrite = {"/tmp"}}, {.allowedDomains = {"github.com"}}, {.allow = {"PATH"}}));
 }
 
