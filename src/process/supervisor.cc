@@ -101,6 +101,12 @@ void Supervised::onExited() {
     ending_.error = std::get<std::string>(status);
   }
   if (killedAs_ && ending_.cause != Ending::Cause::kFailed) ending_.cause = *killedAs_;
+  // The init is reaped only after every other process of its pid namespace
+  // has exited: what is left in the pipes is all there will be, so read it
+  // now rather than one readiness event later.
+  for (std::size_t i = 0; i < watch_.outputs.size(); ++i)
+    while (outputOpen_[i] && readOutput(i)) {
+    }
   std::weak_ptr<Supervised> weak = self_;
   timers_.push_back(loop_.after(kDrainGrace, [weak] {
     if (auto s = weak.lock()) s->finish();
@@ -129,24 +135,28 @@ void Supervised::onListener(std::uint32_t events) {
 }
 
 void Supervised::onOutput(std::size_t index, std::uint32_t) {
+  (void)readOutput(index);
+  if (!outputOpen_[index]) maybeFinish();
+}
+
+bool Supervised::readOutput(std::size_t index) {
   auto& [channel, fd] = watch_.outputs[index];
   char buf[kReadChunk];
   for (int i = 0; i < kReadsPerEvent; ++i) {
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n > 0) {
       if (watch_.onOutput) watch_.onOutput(channel, std::string_view(buf, static_cast<std::size_t>(n)));
-      if (static_cast<std::size_t>(n) < sizeof buf) return;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
+    if (n < 0 && errno == EAGAIN) return false;
     // EOF, or an error (EIO on a PTY master whose last slave closed): this output is done.
     loop_.unwatch(fd.get());
     fd.reset();
     outputOpen_[index] = false;
-    maybeFinish();
-    return;
+    return false;
   }
+  return true;  // the per-event budget is spent: more may be waiting
 }
 
 bool Supervised::writeStdin(std::string bytes, bool eof) {

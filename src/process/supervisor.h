@@ -104,6 +104,7 @@ class Supervised {
   void onExited();
   void onListener(std::uint32_t events);
   void onOutput(std::size_t index, std::uint32_t events);
+  bool readOutput(std::size_t index);  // true: the read budget ran out with more to read
   void flushStdin();
   void closeStdinNow();
   void killNow(int signal, Ending::Cause cause);
