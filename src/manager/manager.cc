@@ -1,7 +1,6 @@
 // SandboxManager and SandboxHandle: admission, narrowing, epochs, dispose.
 // run() lives in src/run.cc.
 #include <signal.h>
-#include <sys/random.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -17,20 +16,6 @@ using detail::ManagerState;
 std::string Epoch::text() const { return "g" + std::to_string(generation_) + ".e" + std::to_string(serial_); }
 
 namespace detail {
-
-std::string randomId(std::string_view prefix) {
-  unsigned char bytes[8];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
-    throw std::runtime_error("getrandom() failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(prefix);
-  id += '-';
-  for (unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 0xf];
-  }
-  return id;
-}
 
 DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx, ErrorCode code,
                            std::string_view what) {
@@ -135,7 +120,7 @@ SandboxManager::SandboxManager() : state_(std::make_shared<ManagerState>()) {}
 SandboxManager::~SandboxManager() = default;
 
 SandboxManager& SandboxManager::instance() {
-  // Never destroyed: children and waiter threads may outlive static destruction.
+  // Never destroyed: children and the supervisor's threads may outlive static destruction.
   static SandboxManager* manager = new SandboxManager();
   return *manager;
 }
@@ -171,7 +156,7 @@ SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
     DerivedRules rules = deriveOrThrow(policy, ctx, ErrorCode::kInvalidPolicy, "createSandbox()");
     s.initialized = true;
     ++s.generation;
-    s.sandboxId = detail::randomId("sbx");
+    s.sandboxId = process::newId("sbx");
     s.context = std::move(ctx);
     s.sandbox = std::make_shared<detail::ManagedSandbox>(state_, s.runtime, s.generation, s.sandboxId,
                                                          s.context.cwd.value_or("/"));

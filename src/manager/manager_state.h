@@ -115,7 +115,6 @@ struct ManagerState {
   void writeAudit(const std::string& event, nlohmann::json fields = nlohmann::json::object()) noexcept;
 };
 
-std::string randomId(std::string_view prefix);
 DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx, ErrorCode code, std::string_view what);
 void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules);
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate);

@@ -14,6 +14,7 @@
 #include "src/child_env.h"
 #include "src/manager/manager_state.h"
 #include "src/process/foreground.h"
+#include "src/process/service.h"
 
 extern char** environ;
 
@@ -213,7 +214,7 @@ Run SandboxHandle::run(RunOptions o) {
     requireLive("run()");
     sandbox = state_->sandbox;
   }
-  const std::string runId = detail::randomId("run");
+  const std::string runId = process::newId("run");
   process::Admission admitted = sandbox->admit(
       {.id = runId, .correlationId = o.correlationId, .perCall = o.policy ? &*o.policy : nullptr, .spare = true});
   const std::optional<std::uint16_t> proxyPort =

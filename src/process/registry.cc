@@ -68,6 +68,7 @@ void Record::finish(WaitResult result) {
   {
     std::lock_guard lock(mu);
     if (result_) return;
+    if (lostDetail_) result = Lost{*lostDetail_};
     dto_.state = ProcessState::kTerminal;
     if (!dto_.startedAt) dto_.startedAt = std::chrono::system_clock::now();
     dto_.exitedAt = std::chrono::system_clock::now();
@@ -86,6 +87,7 @@ void Record::finish(WaitResult result) {
 void Record::failed(const std::string& detail) {
   {
     std::lock_guard lock(mu);
+    if (result_) return;
     dto_.state = ProcessState::kTerminal;
     dto_.exitedAt = std::chrono::system_clock::now();
     result_ = Failed{std::nullopt, detail};

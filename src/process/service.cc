@@ -291,7 +291,12 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
   const std::string correlation = dto.processKey.value_or(id);
 
   if (!sandbox_->registry().add(record, id)) return *stale();
-  auto forget = [&] { sandbox_->registry().remove(id); };
+  // A record that never runs is terminal before it goes: a dispose() that
+  // found it in the registry meanwhile waits for it to be.
+  auto forget = [&] {
+    record->failed("it could not be started");
+    sandbox_->registry().remove(id);
+  };
 
   std::optional<Admission> admission;
   try {

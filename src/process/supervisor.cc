@@ -298,7 +298,21 @@ std::shared_ptr<Supervised> Supervisor::supervise(platform::Child child, Watch w
     std::lock_guard lock(mu_);
     live_[s.get()] = s;
   }
-  loop_.post([s] { s->start(); });
+  loop_.post([s] {
+    try {
+      s->start();
+    } catch (const std::exception& e) {  // epoll_ctl() refused an fd (ENOMEM, ENOSPC: max_user_watches)
+      s->ending_.error = e.what();
+      s->killNow(SIGKILL, Ending::Cause::kFailed);
+      for (std::size_t i = 0; i < s->watch_.outputs.size(); ++i) {
+        s->loop_.unwatch(s->watch_.outputs[i].second.get());  // a no-op for those never watched
+        s->watch_.outputs[i].second.reset();
+        s->outputOpen_[i] = false;
+      }
+      // Reap the killed sandbox now (it dies at once): the pidfd may not be watched.
+      s->onExited();
+    }
+  });
   return s;
 }
 

@@ -127,17 +127,9 @@ TEST(AuditLogTest, ASandboxPastItsCapIsCountedAndAFinalEventSaysHowManyWereDropp
 
 class AuditFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = "/var/tmp/stockade-audit-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = std::filesystem::canonical(tmpl).string();
-    std::ofstream(dir_ + "/bashrc") << "ORIGINAL-BASHRC\n";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string dir_;
+  void SetUp() override { std::ofstream(dir_ + "/bashrc") << "ORIGINAL-BASHRC\n"; }
+  testing::TempDir tmp_;
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(AuditFileTest, AppendsOneLinePerEvent) {
