@@ -520,6 +520,11 @@ void ProxyRobustnessTest::thousandTunnels(ProxyLimits limits) {
   EXPECT_GT(proxyPipeFds, 0u) << "no tunnel spliced at all";
   RecordProperty("proxyPipeFds", std::to_string(proxyPipeFds));
   fds.clear();
+  // Every tunnel is torn down once the proxy has seen its client close, and
+  // gives its connection and tunnel slots back.
+  for (int i = 0; i < 1000 && proxy_->activeConnections("sb-1") > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(proxy_->activeConnections("sb-1"), 0u);
+  EXPECT_EQ(proxy_->activeTunnels("sb-1"), 0u);
   EXPECT_TRUE(stillServes());
 }
 
