@@ -120,7 +120,7 @@ using AuditSink = std::function<void(const ProxyEvent&)>;
 
 class Proxy;
 namespace detail {
-struct ProxyState;  // defined in proxy.cc
+struct ProxyState;  // defined in proxy_state.h
 }
 
 // Owns one listener. Destroying it (or close()) closes the listening socket
