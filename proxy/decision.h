@@ -1,6 +1,7 @@
 // The proxy's allow/deny decision: pure functions of (rules, host, port) and
 // of (name verdict, resolved address). No sockets, no resolver, no clock; the
-// session code in proxy.cc only parses, asks these functions and pipes bytes.
+// session code (session.cc, through target.h) only parses, asks these
+// functions and pipes bytes.
 //
 // The decision is taken in two stages, in this order:
 //   1. decide()        on the name the client asked for. A denied name is

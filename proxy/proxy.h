@@ -59,9 +59,31 @@ struct ProxyLimits {
   // keep-alive connection: the connection is closed (HTTP 408 if a request
   // head was incomplete, 504 while waiting for an upstream response).
   std::chrono::milliseconds idleTimeout{300'000};
+  // Client connections open at once for one sandbox, across all its
+  // listeners: each costs the supervisor a descriptor (in the library, one of
+  // the host application's), two with its upstream connection. A connection
+  // beyond it is answered HTTP 503 "X-Proxy-Error: connection-limit" or, to
+  // SOCKS5, the method reply and a general failure, without its request
+  // being read, and audited (verdict refused).
+  std::size_t maxConnectionsPerSandbox = 256;
+  // Connections of one listener still waiting for their first request head
+  // (HTTP head, SOCKS5 greeting and request): idle and slow clients cannot
+  // hold more of the sandbox's connections than this. Beyond it: HTTP 503
+  // "X-Proxy-Error: pending-limit" / SOCKS5 general failure, audited. At
+  // most as many refusals are answered at once per listener; a connection
+  // beyond those is closed unanswered (and audited).
+  std::size_t maxPendingPerListener = 64;
   // Upstream connections open at once for one sandbox (CONNECT and SOCKS
-  // tunnels and HTTP upstream connections): HTTP 503, SOCKS5 general failure.
-  std::size_t maxTunnelsPerSandbox = 1024;
+  // tunnels and HTTP upstream connections): HTTP 503 "X-Proxy-Error:
+  // tunnel-limit", SOCKS5 general failure.
+  std::size_t maxTunnelsPerSandbox = 256;
+  // Pipe capacity the proxy holds at once, across all sandboxes, to splice(2)
+  // bytes through. A pipe is held only while bytes are in it; a transfer
+  // that finds none free copies through user space instead. Pipe pages count
+  // against the user's fs.pipe-user-pages-soft quota (16384 pages, 64 MiB,
+  // by default), which the host application and the sandboxed children
+  // share: the default takes at most a quarter of it.
+  std::size_t splicePipeBytes = 16 * 1024 * 1024;
 };
 
 struct ProxyOptions {
@@ -98,7 +120,7 @@ using AuditSink = std::function<void(const ProxyEvent&)>;
 
 class Proxy;
 namespace detail {
-struct ProxyState;  // defined in proxy.cc
+struct ProxyState;  // defined in proxy_state.h
 }
 
 // Owns one listener. Destroying it (or close()) closes the listening socket
@@ -143,6 +165,9 @@ class Proxy {
 
   // Upstream connections currently open for `sandboxId`.
   std::size_t activeTunnels(const std::string& sandboxId) const;
+  // Client connections currently open for `sandboxId` (not counting those
+  // being answered a refusal).
+  std::size_t activeConnections(const std::string& sandboxId) const;
 
   // Closes every listener and connection and joins the io thread. Idempotent.
   // Must not be called from the audit sink or a rules provider.

@@ -76,11 +76,23 @@ TEST_F(ProxyProtocolTest, PipelinedRequestsOnOneKeepAliveConnectionAreAnsweredIn
   for (const auto& e : ev) EXPECT_EQ(e.status, 200);
 }
 
-// Bodies this large move by splice(2) (proxy.cc spliceBytes), which must stop
-// exactly at the body's end: the next message on the same connection is then
-// read and parsed afresh.
-TEST_F(ProxyProtocolTest, LargeResponseBodiesLeaveTheNextPipelinedResponseIntact) {
-  start({files()});
+// Large bodies move by relay() (splice.cc): through a pipe when the pool has
+// one, copied through user space when it has none (splicePipeBytes 0 here).
+// Either way the move stops exactly at the body's end: the next message on
+// the same connection is then read and parsed afresh.
+class ProxyRelayTest : public ProxyProtocolTest, public ::testing::WithParamInterface<std::size_t> {
+ protected:
+  void startRelay() {
+    ProxyLimits limits;
+    limits.splicePipeBytes = GetParam();
+    start({files()}, {}, limits);
+  }
+};
+INSTANTIATE_TEST_SUITE_P(PipeBudgets, ProxyRelayTest, ::testing::Values(ProxyLimits{}.splicePipeBytes, 0),
+                         [](const ::testing::TestParamInfo<std::size_t>& p) { return p.param == 0 ? "CopyOnly" : "Splice"; });
+
+TEST_P(ProxyRelayTest, LargeResponseBodiesLeaveTheNextPipelinedResponseIntact) {
+  startRelay();
   auto fd = connectLoopback(port_);
   constexpr std::size_t kBig = 5 * 1024 * 1024 + 3;
   const std::string big = std::to_string(kBig);
@@ -118,8 +130,8 @@ TEST_F(ProxyProtocolTest, LargeResponseBodiesLeaveTheNextPipelinedResponseIntact
   EXPECT_EQ(origin_->heads().size(), 3u);
 }
 
-TEST_F(ProxyProtocolTest, LargeRequestBodiesLeaveTheNextPipelinedRequestIntact) {
-  start({files()});
+TEST_P(ProxyRelayTest, LargeRequestBodiesLeaveTheNextPipelinedRequestIntact) {
+  startRelay();
   std::string data(3 * 1024 * 1024 + 5, 0);
   generate(7, 0, data.data(), data.size());
   std::string post = "POST http://files.test:" + p() + "/sha HTTP/1.1\r\nHost: files.test:" + p() + "\r\n";
@@ -143,8 +155,8 @@ TEST_F(ProxyProtocolTest, LargeRequestBodiesLeaveTheNextPipelinedRequestIntact) 
   EXPECT_EQ(origin_->heads().size(), 3u);
 }
 
-TEST_F(ProxyProtocolTest, RequestBodiesArriveByteExactWithLengthOrChunkedFraming) {
-  start({files()});
+TEST_P(ProxyRelayTest, RequestBodiesArriveByteExactWithLengthOrChunkedFraming) {
+  startRelay();
   TempDir dir;
   std::string path = dir.path() + "/upload";
   std::string data(3 * 1024 * 1024 + 11, 0);

@@ -1,5 +1,7 @@
 #include "proxy_test_support.h"
 
+#include <gtest/gtest.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -167,39 +169,77 @@ bool sendAll(int fd, std::string_view data) {
   return true;
 }
 
-std::string readAll(int fd, std::size_t max) {
-  std::string out;
-  char buf[65536];
-  while (out.size() < max) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+std::string_view readEndName(ReadEnd e) {
+  switch (e) {
+    case ReadEnd::kComplete: return "complete";
+    case ReadEnd::kClosed: return "closed";
+    case ReadEnd::kReset: return "reset";
+    case ReadEnd::kHung: return "hung";
   }
-  return out;
+  return "?";
+}
+
+namespace {
+
+// One recv(); sets `end` unless bytes arrived.
+ssize_t receiveSome(int fd, char* buf, std::size_t n, ReadEnd& end) {
+  while (true) {
+    ssize_t got = ::recv(fd, buf, n, 0);
+    if (got > 0) return got;
+    if (got < 0 && errno == EINTR) continue;
+    end = got == 0 ? ReadEnd::kClosed : (errno == EAGAIN || errno == EWOULDBLOCK) ? ReadEnd::kHung : ReadEnd::kReset;
+    return got;
+  }
+}
+
+void failOnHang(const char* what, ReadEnd end, std::size_t got) {
+  if (end == ReadEnd::kHung)
+    ADD_FAILURE() << what << ": the peer sent nothing for 10 s and did not close (hung) after " << got << " bytes";
+}
+
+}  // namespace
+
+Received receiveAll(int fd, std::size_t max) {
+  Received r;
+  r.end = ReadEnd::kComplete;
+  char buf[65536];
+  while (r.bytes.size() < max) {
+    ssize_t n = receiveSome(fd, buf, std::min(sizeof buf, max - r.bytes.size()), r.end);
+    if (n <= 0) return r;
+    r.bytes.append(buf, static_cast<std::size_t>(n));
+  }
+  r.end = ReadEnd::kComplete;
+  return r;
+}
+
+std::string readAll(int fd, std::size_t max) {
+  Received r = receiveAll(fd, max);
+  failOnHang("readAll", r.end, r.bytes.size());
+  return std::move(r.bytes);
 }
 
 std::string readN(int fd, std::size_t want) {
   std::string out;
   char buf[65536];
+  ReadEnd end = ReadEnd::kComplete;
   while (out.size() < want) {
-    ssize_t n = ::recv(fd, buf, std::min(sizeof buf, want - out.size()), 0);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = receiveSome(fd, buf, std::min(sizeof buf, want - out.size()), end);
     if (n <= 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
+  failOnHang("readN", end, out.size());
   return out;
 }
 
 std::string readHead(int fd) {
   std::string out;
   char c;
+  ReadEnd end = ReadEnd::kComplete;
   while (!out.ends_with("\r\n\r\n") && out.size() < 1 << 20) {
-    ssize_t n = ::recv(fd, &c, 1, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (receiveSome(fd, &c, 1, end) <= 0) break;
     out += c;
   }
+  failOnHang("readHead", end, out.size());
   return out;
 }
 

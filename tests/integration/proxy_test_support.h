@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -81,11 +82,27 @@ CurlResult runCurl(const std::vector<std::string>& args);
 // A blocking client socket connected to 127.0.0.1:port.
 platform::UniqueFd connectLoopback(std::uint16_t port, bool v6 = false);
 bool sendAll(int fd, std::string_view data);
-// Reads until EOF (or `max` bytes, or a 10 s receive timeout).
+// How a read from a peer ended.
+enum class ReadEnd {
+  kComplete,  // what was asked for arrived (`max` bytes, n bytes, a whole head)
+  kClosed,    // the peer closed (EOF)
+  kReset,     // the peer reset the connection, or recv() failed otherwise
+  kHung,      // no byte for the 10 s receive timeout of connectLoopback()
+};
+std::string_view readEndName(ReadEnd e);
+struct Received {
+  std::string bytes;
+  ReadEnd end = ReadEnd::kClosed;
+};
+// Reads until EOF (or `max` bytes, a reset, or no byte for 10 s), saying which.
+Received receiveAll(int fd, std::size_t max = 64 * 1024 * 1024);
+// receiveAll()'s bytes. A peer that neither closed nor reset within the
+// receive timeout fails the calling test (ADD_FAILURE): "closed without a
+// reply" ("") is never confused with "hung".
 std::string readAll(int fd, std::size_t max = 64 * 1024 * 1024);
-// Reads exactly n bytes (less on EOF/timeout).
+// Reads exactly n bytes (less on EOF or reset); a hang fails the test.
 std::string readN(int fd, std::size_t n);
-// Reads one HTTP response head (through CRLF CRLF).
+// Reads one HTTP response head (through CRLF CRLF); a hang fails the test.
 std::string readHead(int fd);
 // Sends `request` and reads until the proxy closes.
 std::string roundTrip(std::uint16_t port, std::string_view request);

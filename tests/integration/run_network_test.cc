@@ -98,6 +98,29 @@ TEST_F(RunNetworkTest, DirectTcpAndUdpToTheHostLoopbackFail) {
   EXPECT_EQ(ok.out, "200");
 }
 
+// A child that holds more silent connections to its proxy listener than
+// ProxyLimits.maxPendingPerListener (64 by default) gets the proxy's refusal
+// for the next request, audited; once it lets them go it is served again.
+TEST_F(RunNetworkTest, AChildHoldingTooManyIdleProxyConnectionsIsRefusedNamingTheLimit) {
+  std::string script = R"(
+    for fd in $(seq 10 73); do eval "exec $fd<>/dev/tcp/127.0.0.1/3128" || exit 3; done
+    curl -s -D - -o /dev/null )" + url("origin.test", "/hello") + R"( | tr -d '\r' | grep -E '^(HTTP/|X-Proxy-Error)'
+    for fd in $(seq 10 73); do eval "exec $fd>&-"; done
+    for try in $(seq 1 50); do
+      out=$(curl -s )" + url("origin.test", "/hello") + R"() && [ "$out" = hello ] && { echo "served: $out"; exit 0; }
+      sleep 0.1
+    done
+    exit 4)";
+  auto r = run("exec /bin/bash " + t_.file("flood.sh", script));
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "HTTP/1.1 503 Service Unavailable\nX-Proxy-Error: pending-limit\nserved: hello\n") << r.err;
+  bool audited = false;
+  for (const auto& e : auditEvents())
+    audited = audited || (e["event"] == "proxy" && e["verdict"] == "refused" &&
+                          e["rule"].get<std::string>().find("ProxyLimits.maxPendingPerListener") != std::string::npos);
+  EXPECT_TRUE(audited) << "the refusal is in the --audit log";
+}
+
 TEST_F(RunNetworkTest, EnvCannotOverrideTheProxyVariables) {
   std::string policy = t_.file("p.json", R"({"network":{"allowedDomains":["origin.test"]}})");
   auto r = testing::runProcess({testing::stockadeBinary(), "run", "--policy", policy, "--env", "HTTPS_PROXY=http://evil:1",
