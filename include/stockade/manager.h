@@ -26,6 +26,7 @@
 
 #include "stockade/error.h"
 #include "stockade/policy.h"
+#include "stockade/process.h"
 #include "stockade/rules.h"
 
 namespace stockade {
@@ -155,6 +156,10 @@ class SandboxHandle {
   // is a reported no-op: returns false and changes nothing. True otherwise.
   bool dispose();
 
+  // The process service of this sandbox (process.h): detached processes,
+  // logs with cursors, sessions, PTYs. After dispose() its calls answer stale_epoch.
+  ProcessService processes() const;
+
  private:
   friend class SandboxManager;
   SandboxHandle(std::shared_ptr<detail::ManagerState> state, Epoch epoch, bool adopted)
@@ -182,13 +187,29 @@ class SandboxManager {
 
   bool initialized() const;
 
-  // Receives one JSON object per audit event (admit, narrow, spawn, drift,
-  // exit, dispose, and every proxy decision), from any thread. Without a sink
+  // Receives one JSON object per line for every audit event (admit, narrow,
+  // spawn, spawn_failed, drift, denial, proxy, exit, dispose, ...), from any
+  // thread, one at a time. Every event has "time" (ISO 8601 UTC with
+  // milliseconds: "2025-01-02T03:04:05.678Z"), "event" and "sandboxId"; a
+  // child's events name it by "runId" or "processId". Strings are escaped so
+  // that no control or non-ASCII byte appears raw. Repeats of one decision
+  // (the same proxy verdict for the same destination, the same denied
+  // syscall) are written once and then counted: one later event with
+  // "repeated": true, "count", "firstTime" and "lastTime". Without a sink
   // events go to stderr through spdlog's "stockade" logger. A sink only
   // records: it runs on threads that run() and dispose() wait for, so calling
   // createSandbox/narrow/run/dispose from it throws std::logic_error, and an
   // exception thrown by the sink is logged and otherwise ignored.
   void setAuditSink(std::function<void(const std::string& jsonLine)> sink);
+  // At most `maxEventsPerSandbox` events are written per sandbox (0: no
+  // cap; default 10000); past it they are counted, and the sandbox's end
+  // writes one "audit_dropped" event with the count.
+  void setAuditLimits(std::size_t maxEventsPerSandbox);
+  // Output retained per process-service process (default 1 MiB) and for all
+  // of them together (default 256 MiB); the oldest output goes first, and
+  // what went is reported (ProcessDto::truncatedHead, LogsPage). Applies to
+  // sandboxes created afterwards.
+  void setProcessLogLimits(std::size_t bytesPerProcess, std::size_t bytesTotal);
 
   // Tests only: disposes whatever is live. Never call it on a production path.
   void resetForTesting();

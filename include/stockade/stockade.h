@@ -4,5 +4,6 @@
 #include "stockade/error.h"
 #include "stockade/manager.h"
 #include "stockade/policy.h"
+#include "stockade/process.h"
 #include "stockade/rules.h"
 #include "stockade/version.h"

@@ -22,6 +22,7 @@ const char* setupStepName(SetupStep step) noexcept {
     case SetupStep::kProxyListeners: return "proxy-listeners";
     case SetupStep::kMounts: return "mounts";
     case SetupStep::kUserCounters: return "user-counters";
+    case SetupStep::kTerminal: return "terminal";
     case SetupStep::kLimits: return "limits";
     case SetupStep::kCgroup: return "cgroup";
     case SetupStep::kCapabilities: return "capabilities";

@@ -24,6 +24,7 @@ enum class SetupStep : std::int32_t {
   kProxyListeners,
   kMounts,
   kUserCounters,  // per-user kernel counters capped in the sandbox's user namespace (user_counters.h)
+  kTerminal,  // Stdio::kTerminal: the PTY, made in the sandbox's own devpts
   kLimits,
   kCapabilities,
   kNoNewPrivs,

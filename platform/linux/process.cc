@@ -1,7 +1,10 @@
 #include "platform/linux/process.h"
 
 #include <poll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,7 +15,9 @@ namespace stockade::platform {
 
 std::variant<ExitStatus, std::string> waitExit(const UniqueFd& pidfd) {
   siginfo_t info = {};
-  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd.get()), &info, WEXITED) != 0) {
+  struct rusage usage = {};
+  // The raw call: glibc's waitid() has no rusage argument.
+  while (::syscall(SYS_waitid, P_PIDFD, pidfd.get(), &info, WEXITED, &usage) != 0) {
     if (errno != EINTR)
       return "waitid(P_PIDFD, " + std::to_string(pidfd.get()) + ", WEXITED) failed: " + strerrorname_np(errno);
   }
@@ -23,6 +28,9 @@ std::variant<ExitStatus, std::string> waitExit(const UniqueFd& pidfd) {
     status.kind = ExitStatus::Kind::kSignaled;
   }
   status.value = info.si_status;
+  status.usage.cpuTime = std::chrono::seconds(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                         std::chrono::microseconds(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  status.usage.peakRssBytes = usage.ru_maxrss * 1024L;  // KiB
   return status;
 }
 

@@ -11,10 +11,19 @@
 
 namespace stockade::platform {
 
+// What a child and the descendants it reaped used (waitid's rusage; for a
+// sandbox's init that is every process of the sandbox: init reaps orphans,
+// and the kernel reaps the rest into it when it exits).
+struct ResourceUsage {
+  std::chrono::microseconds cpuTime{0};  // user + system
+  long peakRssBytes = 0;                 // the largest resident set of any one of them
+};
+
 struct ExitStatus {
   enum class Kind { kExited, kSignaled };
   Kind kind = Kind::kExited;
   int value = 0;  // exit code or signal number
+  ResourceUsage usage;  // waitid()'s rusage
   // Sandbox waits only (spawn.h): the whole-sandbox limit the sandbox reached
   // -- "limits.memoryBytes" or "limits.cpuSeconds" (it was killed for it),
   // "limits.pids" (a fork was refused) -- or nullptr; and its CPU time, when

@@ -9,8 +9,8 @@
 // fails such calls with ENOSYS instead.
 //
 // Whoever holds a Child must answer its listener while the child runs:
-// waitExit()/waitExitFor() of spawn.h do, and so must any loop of its own
-// that polls the pidfd (the CLI's).
+// waitExit()/waitExitFor() of spawn.h do, and so does the library's
+// supervisor loop (src/process/supervisor.cc), with one call per notification.
 #pragma once
 
 #include <sys/types.h>

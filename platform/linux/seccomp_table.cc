@@ -3,8 +3,10 @@
 // without the rest of the platform library.
 #include "platform/linux/seccomp.h"
 
+#include <linux/kd.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <linux/vt.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -121,6 +123,30 @@ constexpr Denial kDenials[] = {
     {"name_to_handle_at", kAlways, EPERM, "produces handles for open_by_handle_at"},
     {"ioctl", low32Is(1, TIOCSTI), EPERM, "TIOCSTI injects input into the controlling terminal"},
     {"ioctl", low32Is(1, TIOCLINUX), EPERM, "TIOCLINUX can inject input on virtual consoles"},
+    // Terminal state that outlives the sandbox (`stockade run -T` hands the
+    // operator's terminal to the child; a PTY of the sandbox's own is harmless
+    // to change, but nothing a program needs uses these).
+    {"ioctl", low32Is(1, TIOCSETD), EPERM, "changes the line discipline: the terminal stays dead after the sandbox"},
+    {"ioctl", low32Is(1, TIOCCONS), EPERM, "redirects the system console to this terminal"},
+    {"ioctl", low32Is(1, TIOCVHANGUP), EPERM, "hangs the terminal up for every process that has it open"},
+    {"ioctl", low32Is(1, TIOCEXCL), EPERM, "makes the terminal exclusive: nobody can open it after the sandbox"},
+    {"ioctl", low32Is(1, TIOCSSERIAL), EPERM, "reconfigures the serial line behind the terminal"},
+    {"ioctl", low32Is(1, TIOCMSET), EPERM, "sets the modem lines (DTR drop hangs the line up)"},
+    {"ioctl", low32Is(1, TIOCMBIS), EPERM, "sets the modem lines (DTR drop hangs the line up)"},
+    {"ioctl", low32Is(1, TIOCMBIC), EPERM, "clears the modem lines (DTR drop hangs the line up)"},
+    {"ioctl", low32Is(1, KDSETMODE), EPERM, "virtual console graphics mode outlives the sandbox"},
+    {"ioctl", low32Is(1, KDSKBMODE), EPERM, "virtual console keyboard mode (raw: a dead keyboard) outlives the sandbox"},
+    {"ioctl", low32Is(1, KDSKBMETA), EPERM, "virtual console keyboard mode outlives the sandbox"},
+    {"ioctl", low32Is(1, KDSKBENT), EPERM, "rewrites the console keymap for every user"},
+    {"ioctl", low32Is(1, KDSKBSENT), EPERM, "rewrites console function-key strings (typed later as input)"},
+    {"ioctl", low32Is(1, KDSKBDIACR), EPERM, "rewrites the console accent table for every user"},
+    {"ioctl", low32Is(1, KDSETKEYCODE), EPERM, "rewrites the console keycode table for every user"},
+    {"ioctl", low32Is(1, KDSIGACCEPT), EPERM, "takes the console's keyboard signals"},
+    {"ioctl", low32Is(1, VT_ACTIVATE), EPERM, "switches the active virtual console"},
+    {"ioctl", low32Is(1, VT_SETMODE), EPERM, "takes control of virtual console switching"},
+    {"ioctl", low32Is(1, VT_RELDISP), EPERM, "takes part in virtual console switching"},
+    {"ioctl", low32Is(1, VT_DISALLOCATE), EPERM, "frees virtual consoles"},
+    {"ioctl", low32Is(1, VT_RESIZE), EPERM, "resizes every virtual console"},
     // The child may be the host's uid 0 (stockade run by root): a setuid or
     // setgid bit it sets on a file in a writable tree would make that file
     // run as root on the host later. Every call that sets mode bits refuses them.

@@ -9,6 +9,7 @@
 // memory prepared by the parent and its own stack, and never returns.
 #include "platform/linux/spawn.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -50,6 +51,8 @@ struct ChildPlan {
   int cgroupTasks[3] = {-1, -1, -1};  // cgroup v1 only: the sandbox cgroups' "tasks" files, to join before forking
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
+  bool terminal = false;  // Stdio::kTerminal: make a PTY after the mounts (openSandboxPty())
+  unsigned short terminalCols = 80, terminalRows = 24;
   uid_t uid = 0;
   gid_t gid = 0;
   std::optional<std::uint16_t> proxyPort;
@@ -234,17 +237,70 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
   return true;
 }
 
+// Stdio::kTerminal: a PTY in the sandbox's own devpts (mounted by
+// applyMounts()), so that the program's `tty` names a device that exists in
+// its view and no host terminal is reachable. The slave becomes 0-2 and the
+// controlling terminal of the session made by setsid(); the master goes to
+// the supervisor. Before Landlock: opening the multiplexer needs write access.
+bool openSandboxPty(const ChildPlan& plan, ChildError& error) noexcept {
+  int master = ::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) {
+    error.add("open(\"/dev/pts/ptmx\", O_RDWR|O_NOCTTY)");
+    return error.fail(SetupStep::kTerminal);
+  }
+  int unlock = 0;
+  if (::ioctl(master, TIOCSPTLCK, &unlock) != 0) {
+    error.add("ioctl(ptmx, TIOCSPTLCK, 0)");
+    return error.fail(SetupStep::kTerminal);
+  }
+  winsize size = {};
+  size.ws_col = plan.terminalCols;
+  size.ws_row = plan.terminalRows;
+  if (::ioctl(master, TIOCSWINSZ, &size) != 0) {
+    error.add("ioctl(ptmx, TIOCSWINSZ)");
+    return error.fail(SetupStep::kTerminal);
+  }
+  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+  if (slave < 0) {
+    error.add("ioctl(ptmx, TIOCGPTPEER, O_RDWR|O_NOCTTY)");
+    return error.fail(SetupStep::kTerminal);
+  }
+  for (int i = 0; i < 3; ++i)
+    if (::dup2(slave, i) < 0) {
+      error.add("dup2(pty slave, ").number(i).add(")");
+      return error.fail(SetupStep::kTerminal);
+    }
+  ::close(slave);
+  if (::ioctl(0, TIOCSCTTY, 0) != 0) {
+    error.add("ioctl(0, TIOCSCTTY, 0)");
+    return error.fail(SetupStep::kTerminal);
+  }
+  const int fds[] = {master};
+  if (!sendFds(plan.channelFd, fds, SetupStep::kTerminal, "PTY master", error)) return false;
+  ::close(master);
+  return true;
+}
+
 // Set by the init before forwarding starts; read by the signal handler.
 volatile sig_atomic_t gProgramPid = 0;
 
+// Termination signals go to every process of the sandbox (kill(-1) from a
+// pid namespace's init reaches all of its processes but init): a program that
+// traps TERM cannot shield its children, nor a descendant that left the
+// process group with setsid(). Window changes go to the program alone.
 void forwardSignal(int sig) noexcept {
-  if (gProgramPid > 0) ::kill(static_cast<pid_t>(gProgramPid), sig);
+  if (gProgramPid <= 0) return;
+  if (sig == SIGWINCH) {
+    ::kill(static_cast<pid_t>(gProgramPid), sig);
+    return;
+  }
+  ::kill(-1, sig);
 }
 
 // pid 1 of the sandbox. A pid-namespace init ignores signals it has no
 // handler for, even SIGKILL sent from inside: running the program as pid 1
 // would break `kill $$` and 128+N exit codes. So pid 1 stays a tiny init: it
-// vforks the program (pid 2), forwards termination signals to it, reaps
+// vforks the program (pid 2), forwards termination signals to every process of the sandbox, reaps
 // orphans, writes the program's status to the status pipe and exits with the
 // shell code. Its exit makes the kernel kill whatever is left in the sandbox.
 [[noreturn]] void runInit(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
@@ -370,6 +426,7 @@ void forwardSignal(int sig) noexcept {
   if (!bringUpLoopback(error)) report(plan, error);
   if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
   if (!applyMounts(*plan.mounts, error)) report(plan, error);
+  if (plan.terminal && !openSandboxPty(plan, error)) report(plan, error);
   if (!dropCapabilities(error)) report(plan, error);
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
@@ -714,6 +771,9 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) plan.cgroupTasks[i] = cgroupTasks[i].get();
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
+  plan.terminal = request.stdio == Stdio::kTerminal;
+  plan.terminalCols = request.terminalSize.cols;
+  plan.terminalRows = request.terminalSize.rows;
   plan.uid = ::geteuid();
   plan.gid = ::getegid();
   plan.proxyPort = request.proxyPort;
@@ -761,6 +821,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
   sandbox.proxy_ = request.proxyPort.has_value();
+  sandbox.terminal_ = request.stdio == Stdio::kTerminal;
   return sandbox;  // the child's ends close here
 }
 
@@ -779,6 +840,14 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
       return parentError(SetupStep::kProxyListeners, "", 0, *e);
     }
     child_.proxyListeners = std::move(std::get<std::vector<UniqueFd>>(listeners));
+  }
+  if (terminal_) {
+    auto master = receiveFds(channel_.get(), 1, "PTY master channel");
+    if (auto* e = std::get_if<std::string>(&master)) {
+      discard();
+      return parentError(SetupStep::kTerminal, "", 0, *e);
+    }
+    child_.terminal = std::move(std::get<std::vector<UniqueFd>>(master).front());
   }
   auto seccomp = receiveFds(channel_.get(), 1, "seccomp listener channel");
   if (auto* e = std::get_if<std::string>(&seccomp)) {
@@ -844,7 +913,7 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   std::int32_t record[2];
   ssize_t n = ::read(child.programStatus.get(), record, sizeof(record));
   if (n != static_cast<ssize_t>(sizeof(record))) return initStatus;  // init itself was killed
-  return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1]};
+  return ExitStatus{record[0] ? ExitStatus::Kind::kSignaled : ExitStatus::Kind::kExited, record[1], initStatus.usage};
 }
 
 // Reaps the exited init: the program's status, with the limit the sandbox

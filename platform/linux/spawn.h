@@ -27,6 +27,7 @@
 #include "platform/linux/child_error.h"
 #include "platform/linux/mounts.h"
 #include "platform/linux/process.h"
+#include "platform/linux/pty.h"
 #include "platform/linux/seccomp_notify.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
@@ -35,8 +36,12 @@ namespace stockade::platform {
 
 // How the child's stdin/stdout/stderr are connected.
 enum class Stdio {
-  kInherit,  // the caller's own fds 0-2 (the CLI)
-  kPipe,     // new pipes; Child holds the parent's ends (the manager)
+  kInherit,   // the caller's own fds 0-2 (the CLI with -T)
+  kPipe,      // new pipes; Child holds the parent's ends (the manager)
+  // A fresh PTY made inside the sandbox, in its own devpts instance (so that
+  // /dev/pts/N names it there): the slave is 0-2 and the controlling
+  // terminal of the new session; Child::terminal holds the master.
+  kTerminal,
 };
 
 // What to do when the kernel lacks an enforcement layer the rules call for
@@ -53,6 +58,7 @@ struct SandboxRequest {
   bool newSession = true;          // setsid() in the child
   Stdio stdio = Stdio::kInherit;
   OnMissingLayer onMissingLayer = OnMissingLayer::kRefuse;
+  WindowSize terminalSize;  // Stdio::kTerminal: the PTY's initial size
 };
 
 // The program, given to launch().
@@ -115,6 +121,7 @@ struct Child {
   UniqueFd stdinPipe;             // Stdio::kPipe only: write end of the child's stdin
   UniqueFd stdoutPipe;            // Stdio::kPipe only: read end
   UniqueFd stderrPipe;            // Stdio::kPipe only: read end
+  UniqueFd terminal;              // Stdio::kTerminal only: the PTY's master
   // proxyPort set: listening sockets on 127.0.0.1:<port> and [::1]:<port>
   // inside the child's network namespace (IPv4 first); accept() on them from
   // the supervisor. Landlock lets the child connect() over TCP to that port
@@ -191,6 +198,7 @@ class PreparedSandbox {
   UniqueFd errors_;      // read end of the error pipe
   UniqueFd channel_;     // the child's fds for us, until received (awaitReady())
   bool proxy_ = false;   // proxy listeners come on channel_ first
+  bool terminal_ = false;  // then the PTY's master
   bool ready_ = false;   // the init reported its setup complete
   MountPlan mounts_;
   HostSnapshot host_;  // taken before clone when kept; matchesHost() is false without one

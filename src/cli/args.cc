@@ -25,6 +25,14 @@ std::variant<ParsedArgs, std::string> parseArgs(const std::vector<std::string>& 
       out.rest.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
+    if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {
+      auto spec = std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.shortName == arg[1]; });
+      if (spec == specs.end()) return "unknown option \"" + arg + "\"; see --help";
+      if (spec->takesValue) return "option \"" + arg + "\" needs --" + spec->name + "=VALUE";
+      if (!spec->repeatable && out.flags.count(spec->name)) return "option \"" + arg + "\" given more than once";
+      out.flags[spec->name].push_back("");
+      continue;
+    }
     if (!arg.starts_with("--") || arg.size() == 2) {
       if (arg.starts_with("-") && arg.size() > 1) return "unknown option \"" + arg + "\"; see --help";
       out.positionals.push_back(arg);

@@ -15,6 +15,7 @@ struct FlagSpec {
   std::string name;        // without dashes: "policy"
   bool takesValue = true;  // false: a switch such as --help
   bool repeatable = false;
+  char shortName = 0;  // 't': "-t" is the same flag
 };
 
 struct ParsedArgs {

@@ -102,7 +102,7 @@ TEST_F(ManagerTest, DisposeOnAnAdoptedHandleIsAReportedNoOp) {
   SandboxHandle adopted = SandboxManager::instance().adopt();
   EXPECT_TRUE(adopted.isAdopted());
   EXPECT_FALSE(adopted.dispose());
-  EXPECT_TRUE(audited("dispose-ignored"));
+  EXPECT_TRUE(audited("dispose_ignored"));
   EXPECT_TRUE(SandboxManager::instance().initialized());
   EXPECT_TRUE(owner.isEpochLive(owner.epoch()));
   EXPECT_TRUE(adopted.isEpochLive(adopted.epoch()));
@@ -173,8 +173,10 @@ TEST_F(ManagerTest, NarrowedPidsLimitHoldsForTheNextChildAndTheSpawnIsAuditedWit
   EXPECT_TRUE(over.completion.failed) << over.err;
   const std::string mechanism = platform::limitMechanismName(std::get<platform::CgroupHierarchy>(controller).mechanism);
   EXPECT_TRUE(auditedWhere([&](const nlohmann::json& j) {
-    return j["event"] == "spawn" && j.contains("pids") && j["pids"]["mechanism"] == mechanism &&
-           !std::filesystem::exists(j["pids"]["cgroup"].get<std::string>());
+    if (j["event"] != "spawn" || !j.contains("enforcement")) return false;
+    const auto& pids = j["enforcement"]["pids"];
+    return pids.is_object() && pids["mechanism"] == mechanism &&
+           !std::filesystem::exists(pids["cgroup"].get<std::string>());
   }));
 }
 

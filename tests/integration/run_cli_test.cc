@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace stockade::testing {
 namespace {
@@ -30,7 +31,10 @@ class RunCliTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  std::string dir_;
+  std::string dir_;  // the child's cwd, writable under the default policy
+  // The audit log lies outside every writable tree (stockade refuses one inside).
+  TempDir logs_;
+  std::string audit_ = logs_ / "audit.jsonl";
 };
 
 TEST_F(RunCliTest, PassesStdinAndStdoutThroughAndReturnsTheChildsExitCode) {
@@ -102,7 +106,7 @@ TEST_F(RunCliTest, ResolveAcceptsIpv4AndIpv6Addresses) {
 }
 
 TEST_F(RunCliTest, TheAuditLogRecordsSpawnWithFingerprintAndExit) {
-  std::string audit = dir_ + "/audit.jsonl";
+  const std::string& audit = audit_;
   auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "/bin/sh", "-c", "exit 3"}));
   ASSERT_EQ(r.exitCode, 3);
   std::ifstream in(audit);
@@ -117,7 +121,7 @@ TEST_F(RunCliTest, TheAuditLogRecordsSpawnWithFingerprintAndExit) {
 }
 
 TEST_F(RunCliTest, TheAuditLogRecordsASetupFailure) {
-  std::string audit = dir_ + "/audit.jsonl";
+  const std::string& audit = audit_;
   auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "no-such-program-stockade"}));
   ASSERT_EQ(r.exitCode, 127);
   std::ifstream in(audit);
@@ -139,7 +143,7 @@ TEST_F(RunCliTest, AMissingEnforcementLayerIsReportedOnStderrAndInTheAuditLog) {
   // allowUnixSockets is weaker than it reads: the run goes ahead but says
   // so, loudly, in both places.
   std::ofstream(dir_ + "/unix.json") << R"({"network": {"allowUnixSockets": ["/run/stockade-test.sock"]}})";
-  std::string audit = dir_ + "/audit.jsonl";
+  const std::string& audit = audit_;
   auto r = runProcess(run({"--policy", dir_ + "/unix.json", "--cwd", dir_, "--audit", audit, "--", "/bin/true"}));
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.err.find("weaker enforcement: network.allowUnixSockets"), std::string::npos) << r.err;
@@ -155,7 +159,7 @@ TEST_F(RunCliTest, AMissingEnforcementLayerIsReportedOnStderrAndInTheAuditLog) {
 }
 
 TEST_F(RunCliTest, AFullyEnforcedRunPrintsNoWarning) {
-  std::string audit = dir_ + "/audit.jsonl";
+  const std::string& audit = audit_;
   auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "/bin/true"}));
   ASSERT_EQ(r.exitCode, 0);
   std::ifstream in(audit);

@@ -37,7 +37,8 @@ class RunNetworkTest : public ::testing::Test {
 
   proxy::testing::OriginServer origin_;
   testing::TempDir t_;
-  std::string audit_ = t_ / "audit.jsonl";
+  testing::TempDir logs_;  // outside the writable cwd: stockade refuses an audit log inside a writable tree
+  std::string audit_ = logs_ / "audit.jsonl";
 };
 
 TEST_F(RunNetworkTest, AllowedNameThroughHttpProxyAndSocks5hDeliversTheBody) {

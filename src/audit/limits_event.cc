@@ -1,4 +1,4 @@
-#include "src/limits_audit.h"
+#include "src/audit/limits_event.h"
 
 #include <cstdio>
 

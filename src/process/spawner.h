@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-namespace stockade::detail {
+namespace stockade::process {
 
 class Spawner {
  public:
@@ -38,4 +38,4 @@ class Spawner {
   std::thread thread_;
 };
 
-}  // namespace stockade::detail
+}  // namespace stockade::process

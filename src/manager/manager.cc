@@ -1,38 +1,21 @@
 // SandboxManager and SandboxHandle: admission, narrowing, epochs, dispose.
 // run() lives in src/run.cc.
 #include <signal.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-#include <sys/random.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/cgroup.h"
-#include "src/manager_internal.h"
+#include "src/manager/manager_state.h"
+#include "src/process/service.h"
 
 namespace stockade {
 
 using detail::ManagerState;
-using detail::RunShared;
 
 std::string Epoch::text() const { return "g" + std::to_string(generation_) + ".e" + std::to_string(serial_); }
 
 namespace detail {
-
-std::string randomId(std::string_view prefix) {
-  unsigned char bytes[8];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
-    throw std::runtime_error("getrandom() failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(prefix);
-  id += '-';
-  for (unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 0xf];
-  }
-  return id;
-}
 
 DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx, ErrorCode code,
                            std::string_view what) {
@@ -42,50 +25,20 @@ DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx
   return std::get<DerivedRules>(std::move(derived));
 }
 
-namespace {
-thread_local bool tInAuditSink = false;
-
-std::shared_ptr<spdlog::logger> stockadeLogger() {
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = spdlog::get("stockade");
-    return l ? l : spdlog::stderr_color_mt("stockade");
-  }();
-  return logger;
-}
-}  // namespace
-
 void refuseFromAuditSink(std::string_view what) {
-  if (tInAuditSink)
+  if (audit::Log::insideSink())
     throw std::logic_error(std::string(what) +
                            " called from an audit sink; sinks run on threads the manager waits for, so they must "
                            "only record events (hand work to another thread)");
 }
 
 void ManagerState::writeAudit(const std::string& event, nlohmann::json fields) noexcept try {
-  nlohmann::json j = fields.is_object() ? std::move(fields) : nlohmann::json::object();
-  auto now = std::chrono::system_clock::now();
-  j["time"] = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() / 1e6;
-  j["event"] = event;
-  if (!j.contains("sandboxId")) j["sandboxId"] = sandboxId;
-  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::function<void(const std::string&)> sink;
-  {
-    std::lock_guard lock(auditMu);
-    sink = audit;
+  if (!fields.is_object()) fields = nlohmann::json::object();
+  if (!fields.contains("sandboxId")) {
+    std::lock_guard lock(mu);
+    fields["sandboxId"] = sandboxId;
   }
-  if (!sink) {
-    stockadeLogger()->info("audit {}", line);
-    return;
-  }
-  tInAuditSink = true;
-  try {
-    sink(line);
-  } catch (const std::exception& e) {
-    stockadeLogger()->error("audit sink threw ({}) on {}", e.what(), line);
-  } catch (...) {
-    stockadeLogger()->error("audit sink threw on {}", line);
-  }
-  tInAuditSink = false;
+  runtime.audit.write(event, std::move(fields));
 } catch (...) {
   // Building the event failed (allocation): nothing more can be said safely.
 }
@@ -132,32 +85,32 @@ void disposeAll(const std::shared_ptr<ManagerState>& s, std::optional<std::uint6
   // Exclusive: waits for spawns in flight to register, and keeps
   // createSandbox() and a second dispose() out until this one is complete.
   std::unique_lock gate(s->gate);
-  std::shared_ptr<proxy::Proxy> proxy;
-  std::vector<std::string> errors;
+  std::shared_ptr<ManagedSandbox> sandbox;
   {
-    std::unique_lock lock(s->mu);
+    std::lock_guard lock(s->mu);
     if (generation && *generation != s->generation) return;  // a later sandbox is not the caller's
-    if (!s->initialized && s->runs.empty()) return;          // already down
+    if (!s->initialized && !s->sandbox) return;               // already down
     s->initialized = false;  // new work is refused from here on
     s->livePolicy.reset();
     s->baseline.reset();
     s->liveNetwork.store(nullptr);  // running children's proxies deny everything from now on
     dropSpare(*s);
-    proxy = std::move(s->proxy);
-    for (auto& [id, run] : s->runs) {
-      if (auto err = platform::signalChild(run->child.pidfd, SIGKILL)) errors.push_back("dispose: " + *err);
-    }
-    s->settled.wait(lock, [&] { return s->runs.empty(); });
+    sandbox = std::move(s->sandbox);
   }
-  for (const auto& e : errors) s->logError(e);
+  if (!sandbox) return;
+  auto records = sandbox->registry().close();
+  for (auto& record : records) {
+    record->markLost("the sandbox was disposed while it ran");
+    if (auto supervised = record->supervised()) supervised->kill(SIGKILL);
+  }
+  for (auto& record : records) (void)record->wait(std::nullopt);
   // The spare's end, and that of a build in flight, are queued on the spawner
   // thread: wait for them, so no sandbox of this session outlives dispose().
-  s->spawner.call([] {});
-  proxy.reset();  // joins the proxy's io thread (unless a starting run still holds it), outside the lock
-  s->writeAudit("dispose");
+  s->runtime.spawner.call([] {});
+  s->runtime.egress.reset();  // joins the proxy's io thread, outside the locks
+  s->writeAudit("dispose", {{"sandboxId", sandbox->sandboxId()}});
+  s->runtime.audit.closeSandbox(sandbox->sandboxId());
 }
-
-void ManagerState::logError(const std::string& message) { writeAudit("error", {{"message", message}}); }
 
 }  // namespace detail
 
@@ -167,7 +120,7 @@ SandboxManager::SandboxManager() : state_(std::make_shared<ManagerState>()) {}
 SandboxManager::~SandboxManager() = default;
 
 SandboxManager& SandboxManager::instance() {
-  // Never destroyed: children and waiter threads may outlive static destruction.
+  // Never destroyed: children and the supervisor's threads may outlive static destruction.
   static SandboxManager* manager = new SandboxManager();
   return *manager;
 }
@@ -178,8 +131,19 @@ bool SandboxManager::initialized() const {
 }
 
 void SandboxManager::setAuditSink(std::function<void(const std::string&)> sink) {
-  std::lock_guard lock(state_->auditMu);
-  state_->audit = std::move(sink);
+  state_->runtime.audit.setSink(std::move(sink));
+}
+
+void SandboxManager::setAuditLimits(std::size_t maxEventsPerSandbox) {
+  state_->runtime.audit.setLimits({.maxEventsPerSandbox = maxEventsPerSandbox});
+}
+
+void SandboxManager::setProcessLogLimits(std::size_t bytesPerProcess, std::size_t bytesTotal) {
+  if (bytesPerProcess == 0 || bytesTotal < bytesPerProcess)
+    throw std::invalid_argument("setProcessLogLimits(): bytesPerProcess must be positive and at most bytesTotal");
+  std::lock_guard lock(state_->mu);
+  state_->logBytesPerProcess = bytesPerProcess;
+  state_->logBytesTotal = bytesTotal;
 }
 
 SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
@@ -192,8 +156,10 @@ SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
     DerivedRules rules = deriveOrThrow(policy, ctx, ErrorCode::kInvalidPolicy, "createSandbox()");
     s.initialized = true;
     ++s.generation;
-    s.sandboxId = detail::randomId("sbx");
+    s.sandboxId = process::newId("sbx");
     s.context = std::move(ctx);
+    s.sandbox = std::make_shared<detail::ManagedSandbox>(state_, s.runtime, s.generation, s.sandboxId,
+                                                         s.context.cwd.value_or("/"));
     s.baseline.reset();
     std::string fingerprint = rules.fingerprint();
     detail::applyNarrowing(s, policy, std::move(rules));
@@ -269,9 +235,19 @@ void SandboxHandle::narrow(const SandboxPolicy& policy) {
   s.writeAudit("narrow", {{"fingerprint", fingerprint}, {"via", "narrow"}, {"epoch", epoch_.text()}});
 }
 
+ProcessService SandboxHandle::processes() const {
+  std::shared_ptr<process::SandboxContext> sandbox;
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->initialized && epoch_.generation_ == state_->generation) sandbox = state_->sandbox;
+  }
+  // A disposed sandbox's service answers stale_epoch to every call.
+  return ProcessService(process::makeServiceCore(std::move(sandbox)));
+}
+
 bool SandboxHandle::dispose() {
   if (adopted_) {
-    state_->writeAudit("dispose-ignored",
+    state_->writeAudit("dispose_ignored",
                        {{"epoch", epoch_.text()},
                         {"reason", "dispose() on an adopted handle is a no-op: the sandbox belongs to its creator"}});
     return false;

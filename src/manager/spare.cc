@@ -4,12 +4,12 @@
 // spawn's cost; the program itself only needs exec. When a child of run()
 // under the session's rules has ended, the spawner thread builds the next
 // sandbox under the same rules (not while the child runs: on few cores the
-// build slowed the child), and the next run() sends it its program. A spare is used once,
+// build slowed the child), and the next run() or process start() sends it its program. A spare is used once,
 // and only when it was built under rules with the fingerprint the drift check
 // has just derived, in the same generation, and every path its mounts bind or
 // cover still names the object that was bound or covered. Anything else
 // (narrow(), per-call policies, a changed workspace) takes a fresh spawn.
-#include "src/manager_internal.h"
+#include "src/manager/manager_state.h"
 
 namespace stockade::detail {
 
@@ -35,7 +35,7 @@ std::optional<platform::PreparedSandbox> takeSpare(ManagerState& s, std::uint64_
 }
 
 void scheduleSpare(const std::shared_ptr<ManagerState>& state, std::uint64_t generation, const DerivedRules& rules,
-                   const std::string& fingerprint, std::optional<std::uint16_t> proxyPort) {
+                   const std::string& fingerprint, bool network) {
   ManagerState& s = *state;
   {
     std::lock_guard lock(s.mu);
@@ -43,16 +43,14 @@ void scheduleSpare(const std::shared_ptr<ManagerState>& state, std::uint64_t gen
     s.spare = ManagerState::Spare{generation, fingerprint, std::nullopt};
   }
   std::weak_ptr<ManagerState> weak = state;
-  s.spawner.post([weak, generation, rules, fingerprint, proxyPort] {
+  s.runtime.spawner.post([weak, generation, rules, fingerprint, network] {
     auto st = weak.lock();
     if (!st) return;
     std::variant<platform::PreparedSandbox, platform::SpawnError> built = platform::SpawnError{};
     try {
-      built = platform::prepare(platform::SandboxRequest{.rules = rules,
-                                                         .proxyPort = proxyPort,
-                                                         .newSession = true,
-                                                         .stdio = platform::Stdio::kPipe,
-                                                         .onMissingLayer = platform::OnMissingLayer::kRefuse});
+      // The request of a library child (Output::kCaller and kSupervisor both have pipes).
+      built = platform::prepare(process::Launcher::sandboxRequest(rules, process::Output::kSupervisor,
+                                                                  platform::OnMissingLayer::kRefuse, network));
     } catch (...) {
       // (allocation failure) Handled as a failed build below: the slot is
       // released, so no run() waits for this spare forever.
@@ -79,7 +77,7 @@ void dropSpare(ManagerState& s) {
   if (!s.spare) return;
   if (s.spare->sandbox) {
     auto old = std::make_shared<platform::PreparedSandbox>(std::move(*s.spare->sandbox));
-    s.spawner.post([old]() mutable { old.reset(); });
+    s.runtime.spawner.post([old]() mutable { old.reset(); });
   }
   s.spare.reset();  // a build in progress finds its slot gone and discards its sandbox
   s.spareSettled.notify_all();

@@ -1,6 +1,6 @@
-#include "src/spawner.h"
+#include "src/process/spawner.h"
 
-namespace stockade::detail {
+namespace stockade::process {
 
 Spawner::Spawner() {
   thread_ = std::thread([this] {
@@ -34,4 +34,4 @@ void Spawner::post(std::function<void()> job) {
   cv_.notify_one();
 }
 
-}  // namespace stockade::detail
+}  // namespace stockade::process

@@ -1,52 +1,69 @@
-// Internal state shared by SandboxManager, SandboxHandle and Run.
+// Internal state of SandboxManager and SandboxHandle: what the manager itself
+// owns -- admission, the live rules, epochs, the spare -- and the sandbox of
+// the current generation. Processes, audit and the proxy own their state and
+// locks (src/process, src/audit).
 #pragma once
 
 #include <condition_variable>
-#include <functional>
-#include <future>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <shared_mutex>
-#include <stop_token>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "platform/linux/spawn.h"
 #include "policy/drift.h"
-#include "proxy/proxy.h"
-#include "src/spawner.h"
+#include "src/process/runtime.h"
+#include "src/process/sandbox_context.h"
 #include "stockade/manager.h"
 
 namespace stockade::detail {
 
-// One in-flight child, shared by its waiter thread and dispose().
-struct RunShared {
-  std::string runId;
-  std::string correlationId;
-  platform::Child child;  // pidfd of the sandbox's init: killing it kills every process inside
-  std::promise<Completion> promise;
-  std::vector<proxy::ListenerHandle> listeners;
-  std::unique_ptr<std::stop_callback<std::function<void()>>> onStop;
-  long denials = 0;  // seccomp denials answered; touched by the waiter thread only
-  std::function<void()> afterExit;  // run by the waiter once the child is gone, before `completed` settles
+struct ManagerState;
+
+// The sandbox of one generation, as the process layer sees it.
+class ManagedSandbox : public process::SandboxContext {
+ public:
+  ManagedSandbox(std::weak_ptr<ManagerState> state, process::Runtime& runtime, std::uint64_t generation,
+                 std::string sandboxId, std::string defaultCwd);
+
+  process::Admission admit(const AdmitRequest& request) override;
+  bool live() const override;
+  const std::string& sandboxId() const override { return sandboxId_; }
+  std::string defaultCwd() const override { return defaultCwd_; }
+  process::Launcher& launcher() override { return runtime_.launcher; }
+  process::EventLoop& loop() override { return runtime_.supervisor.loop(); }
+  process::Registry& registry() override { return registry_; }
+  const std::shared_ptr<process::LogRing::Budget>& logBudget() const override { return budget_; }
+  std::size_t logBytesPerProcess() const override { return logBytesPerProcess_; }
+
+  std::uint64_t generation() const noexcept { return generation_; }
+  process::Runtime& runtime() noexcept { return runtime_; }
+
+ private:
+  std::weak_ptr<ManagerState> state_;
+  process::Runtime& runtime_;
+  const std::uint64_t generation_;
+  const std::string sandboxId_;
+  const std::string defaultCwd_;
+  process::Registry registry_;
+  std::shared_ptr<process::LogRing::Budget> budget_;
+  std::size_t logBytesPerProcess_;
 };
 
 struct ManagerState {
-  // Lock order: gate, then mu. Never call into the proxy (it waits for its io
-  // thread) or a user's audit sink with `mu` held.
+  // Lock order: gate, then mu. Never call into the proxy, the supervisor or
+  // a user's audit sink with `mu` held.
   //
-  // `gate` is held shared by run() from its snapshot of the live rules until
-  // the child is registered, and exclusively by createSandbox(), narrow() and
-  // dispose(): a child is never spawned under rules older than the last
-  // narrow() that returned, and dispose() sees (and kills) every child that
-  // started before it.
+  // `gate` is held shared by a child's admission from its snapshot of the
+  // live rules until the child is registered, and exclusively by
+  // createSandbox(), narrow() and dispose(): a child is never spawned under
+  // rules older than the last narrow() that returned, and dispose() sees (and
+  // kills) every child that started before it.
   std::shared_mutex gate;
   mutable std::mutex mu;
-  std::condition_variable settled;  // notified when a run leaves `runs`
 
   bool initialized = false;
   std::uint64_t generation = 0;
@@ -54,11 +71,10 @@ struct ManagerState {
   std::string sandboxId;
   DeriveContext context;
   std::optional<SandboxPolicy> livePolicy;
-  std::optional<policy::DriftBaseline> baseline;             // the live rules + identities of denied objects
+  std::optional<policy::DriftBaseline> baseline;  // the live rules + identities of denied objects
   // What the proxy reads per request, on its io thread. Behind a lock of its
   // own, never held across a call, rather than under `mu`: the proxy must
-  // never wait for the manager's lock, because run() and dispose() wait for
-  // the proxy's io thread.
+  // never wait for the manager's lock, because dispose() waits for the proxy's io thread.
   class LiveNetwork {
    public:
     std::shared_ptr<const DerivedRules::Network> load() const {
@@ -74,13 +90,10 @@ struct ManagerState {
     mutable std::mutex mu_;
     std::shared_ptr<const DerivedRules::Network> rules_;
   } liveNetwork;
-  std::map<std::string, std::shared_ptr<RunShared>> runs;
-  std::shared_ptr<proxy::Proxy> proxy;  // created with the first child that has network
-
-  Spawner spawner;  // spawns from one long-lived thread: PDEATHSIG is tied to the spawning thread
+  std::shared_ptr<ManagedSandbox> sandbox;  // of the current generation; null when none is live
 
   // The spare: one sandbox built ahead, on the spawner thread, under the
-  // rules the last run() derived, so the next run() only has to send its
+  // rules the last child derived, so the next one only has to send its
   // program (spare.cc). Guarded by `mu`.
   struct Spare {
     std::uint64_t generation = 0;
@@ -90,16 +103,18 @@ struct ManagerState {
   std::optional<Spare> spare;
   std::condition_variable spareSettled;  // a build finished (or was given up)
 
-  std::mutex auditMu;
-  std::function<void(const std::string&)> audit;
+  // Log retention of process-service children (SandboxManager::setProcessLogLimits).
+  std::size_t logBytesPerProcess = 1 << 20;
+  std::size_t logBytesTotal = 256u << 20;
 
-  // `fields` is a JSON object merged into the event. Never throws: a sink
-  // that throws is reported through spdlog. Call without `mu` held.
+  // Last: torn down first (kills what is left, joins its threads).
+  process::Runtime runtime;
+
+  // `fields` is a JSON object merged into the event, which names this
+  // sandbox unless it names one itself. Never throws. Call without `mu` held.
   void writeAudit(const std::string& event, nlohmann::json fields = nlohmann::json::object()) noexcept;
-  void logError(const std::string& message);
 };
 
-std::string randomId(std::string_view prefix);
 DerivedRules deriveOrThrow(const SandboxPolicy& policy, const DeriveContext& ctx, ErrorCode code, std::string_view what);
 void applyNarrowing(ManagerState& s, const SandboxPolicy& policy, DerivedRules rules);
 void checkNarrowable(const DerivedRules& live, const DerivedRules& candidate);
@@ -115,7 +130,7 @@ std::optional<platform::PreparedSandbox> takeSpare(ManagerState& s, std::uint64_
 // Queues the build of a spare under `rules` (whose fingerprint is given)
 // unless one exists. Without `mu`.
 void scheduleSpare(const std::shared_ptr<ManagerState>& s, std::uint64_t generation, const DerivedRules& rules,
-                   const std::string& fingerprint, std::optional<std::uint16_t> proxyPort);
+                   const std::string& fingerprint, bool network);
 // Gives up the spare (narrow(), dispose()): a sandbox built under wider rules
 // is killed on the spawner thread. The caller holds `mu`.
 void dropSpare(ManagerState& s);

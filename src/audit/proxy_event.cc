@@ -1,6 +1,6 @@
-#include "src/proxy_audit.h"
+#include "src/audit/proxy_event.h"
 
-namespace stockade {
+namespace stockade::audit {
 
 nlohmann::json proxyEventJson(const proxy::ProxyEvent& e) {
   return {{"sandboxId", e.sandboxId},
@@ -17,4 +17,9 @@ nlohmann::json proxyEventJson(const proxy::ProxyEvent& e) {
           {"durationUs", e.duration.count()}};
 }
 
-}  // namespace stockade
+void writeProxyEvent(Log& log, const proxy::ProxyEvent& e) noexcept try {
+  log.decision("proxy", proxyEventJson(e), {"protocol", "host", "port", "address", "verdict", "rule", "status"});
+} catch (...) {
+}
+
+}  // namespace stockade::audit

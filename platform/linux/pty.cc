@@ -1,0 +1,77 @@
+#include "platform/linux/pty.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace stockade::platform {
+namespace {
+
+std::string failure(const std::string& call) {
+  const char* name = strerrorname_np(errno);
+  return call + " failed: " + (name ? name : std::to_string(errno));
+}
+
+}  // namespace
+
+std::variant<PtyPair, std::string> openPty(WindowSize size) {
+  PtyPair pair;
+  pair.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!pair.master) return failure("posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC)");
+  if (::grantpt(pair.master.get()) != 0) return failure("grantpt()");
+  if (::unlockpt(pair.master.get()) != 0) return failure("unlockpt()");
+  char name[128];
+  if (::ptsname_r(pair.master.get(), name, sizeof name) != 0) return failure("ptsname_r()");
+  pair.slave.reset(::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!pair.slave) return failure(std::string("open(\"") + name + "\", O_RDWR|O_NOCTTY)");
+  if (auto err = setWindowSize(pair.master.get(), size)) return *err;
+  return pair;
+}
+
+std::optional<std::string> setWindowSize(int fd, WindowSize size) {
+  winsize ws{};
+  ws.ws_col = size.cols;
+  ws.ws_row = size.rows;
+  if (::ioctl(fd, TIOCSWINSZ, &ws) != 0)
+    return failure("ioctl(" + std::to_string(fd) + ", TIOCSWINSZ, " + std::to_string(size.cols) + "x" +
+                   std::to_string(size.rows) + ")");
+  return std::nullopt;
+}
+
+std::optional<WindowSize> windowSize(int fd) {
+  winsize ws{};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) != 0) return std::nullopt;
+  return WindowSize{ws.ws_col, ws.ws_row};
+}
+
+bool isTerminal(int fd) noexcept { return ::isatty(fd) == 1; }
+
+std::optional<SavedTerminal> SavedTerminal::save(int fd) {
+  termios attributes{};
+  if (::tcgetattr(fd, &attributes) != 0) return std::nullopt;
+  return SavedTerminal(fd, attributes);
+}
+
+SavedTerminal::SavedTerminal(SavedTerminal&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_) {}
+
+SavedTerminal::~SavedTerminal() { restore(); }
+
+std::optional<std::string> SavedTerminal::makeRaw() const {
+  termios raw = attributes_;
+  ::cfmakeraw(&raw);
+  if (::tcsetattr(fd_, TCSANOW, &raw) != 0) return failure("tcsetattr(" + std::to_string(fd_) + ", raw)");
+  return std::nullopt;
+}
+
+void SavedTerminal::restore() const noexcept {
+  if (fd_ < 0) return;
+  (void)::tcsetattr(fd_, TCSANOW, &attributes_);
+}
+
+}  // namespace stockade::platform

@@ -1,0 +1,65 @@
+// Pseudo-terminals and the state of real terminals: the only code that
+// calls the tty ioctls and termios.
+//
+// A PTY process (the process service's PtyService, `stockade run -t`) gets a
+// fresh pair: the slave is its stdin, stdout, stderr and controlling
+// terminal, the supervisor reads and writes the master. The operator's own
+// terminal, when stockade relays to it, is put in raw mode and restored.
+#pragma once
+
+#include <termios.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "platform/unique_fd.h"
+
+namespace stockade::platform {
+
+struct WindowSize {
+  std::uint16_t cols = 80;
+  std::uint16_t rows = 24;
+};
+
+struct PtyPair {
+  UniqueFd master;  // O_CLOEXEC; the supervisor's end
+  UniqueFd slave;   // O_CLOEXEC, not a controlling terminal of the caller (O_NOCTTY)
+};
+
+// posix_openpt() + grantpt() + unlockpt() + the slave opened, sized `size`.
+// The error names the call and errno.
+std::variant<PtyPair, std::string> openPty(WindowSize size);
+
+// TIOCSWINSZ on a terminal (a PTY master or slave): the foreground process
+// group of that terminal gets SIGWINCH.
+std::optional<std::string> setWindowSize(int fd, WindowSize size);
+// TIOCGWINSZ; nullopt when `fd` is not a terminal.
+std::optional<WindowSize> windowSize(int fd);
+
+bool isTerminal(int fd) noexcept;
+
+// A terminal's attributes (termios) as they were when saved; restore() puts
+// them back (TCSANOW). Move-only; the destructor restores.
+class SavedTerminal {
+ public:
+  // nullopt when `fd` is not a terminal.
+  static std::optional<SavedTerminal> save(int fd);
+  SavedTerminal(SavedTerminal&& other) noexcept;
+  SavedTerminal& operator=(SavedTerminal&&) = delete;
+  SavedTerminal(const SavedTerminal&) = delete;
+  ~SavedTerminal();
+
+  // cfmakeraw(): no echo, no line editing, no signals from keys (the
+  // child's own terminal makes them), 8-bit clean.
+  std::optional<std::string> makeRaw() const;
+  void restore() const noexcept;
+
+ private:
+  SavedTerminal(int fd, const termios& attributes) : fd_(fd), attributes_(attributes) {}
+  int fd_ = -1;
+  termios attributes_{};
+};
+
+}  // namespace stockade::platform

@@ -1,0 +1,224 @@
+// `stockade run` on a terminal (issue 9.5). The test is the operator's
+// terminal: it opens a PTY pair, runs stockade as a session leader with the
+// slave as its controlling terminal, reads the master as a terminal
+// emulator would, and checks that nothing the child did outlives it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// A terminal the test owns, with stockade running on it.
+class OperatorTerminal {
+ public:
+  explicit OperatorTerminal(unsigned short cols = 100, unsigned short rows = 30) {
+    master_ = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0) throw std::runtime_error("posix_openpt");
+    char name[128];
+    if (::ptsname_r(master_, name, sizeof name) != 0) throw std::runtime_error("ptsname_r");
+    slave_ = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave_ < 0) throw std::runtime_error("open slave");
+    resize(cols, rows);
+    if (::tcgetattr(slave_, &before_) != 0) throw std::runtime_error("tcgetattr");
+  }
+  ~OperatorTerminal() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(master_);
+    ::close(slave_);
+  }
+
+  // Runs `argv` as the session leader of this terminal.
+  void start(const std::vector<std::string>& argv) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setsid();
+      ::ioctl(slave_, TIOCSCTTY, 0);
+      for (int fd = 0; fd < 3; ++fd) ::dup2(slave_, fd);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  // Output until `text` appears (or `limit` passes); returns all seen so far.
+  const std::string& readUntil(const std::string& text, std::chrono::seconds limit = 30s) {
+    const auto deadline = Clock::now() + limit;
+    while (seen_.find(text) == std::string::npos && Clock::now() < deadline) readSome(100);
+    return seen_;
+  }
+  // Waits for stockade, draining the output; its exit status.
+  int wait() {
+    const auto deadline = Clock::now() + 60s;
+    int status = 0;
+    while (Clock::now() < deadline) {
+      readSome(50);
+      pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        readSome(50);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    return -1;
+  }
+  void type(const std::string& keys) { ASSERT_EQ(::write(master_, keys.data(), keys.size()), (ssize_t)keys.size()); }
+  void resize(unsigned short cols, unsigned short rows) {
+    winsize ws{};
+    ws.ws_col = cols;
+    ws.ws_row = rows;
+    ::ioctl(master_, TIOCSWINSZ, &ws);
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+
+  // The terminal as the operator would find it now.
+  bool attributesAsBefore() const {
+    termios now{};
+    if (::tcgetattr(slave_, &now) != 0) return false;
+    return now.c_iflag == before_.c_iflag && now.c_oflag == before_.c_oflag && now.c_cflag == before_.c_cflag &&
+           now.c_lflag == before_.c_lflag && std::memcmp(now.c_cc, before_.c_cc, sizeof now.c_cc) == 0;
+  }
+  int lineDiscipline() const {
+    int ldisc = -1;
+    ::ioctl(slave_, TIOCGETD, &ldisc);
+    return ldisc;
+  }
+  const std::string& output() const { return seen_; }
+
+ private:
+  void readSome(int ms) {
+    pollfd p = {master_, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return;
+    char buf[4096];
+    ssize_t n = ::read(master_, buf, sizeof buf);
+    if (n > 0) seen_.append(buf, static_cast<std::size_t>(n));
+  }
+  int master_ = -1, slave_ = -1;
+  pid_t pid_ = -1;
+  termios before_{};
+  std::string seen_;
+};
+
+class TerminalTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> run(std::vector<std::string> flags, std::vector<std::string> program) {
+    std::vector<std::string> argv = {stockadeBinary(), "run", "--cwd", work_.path(), "--audit", audit_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), program.begin(), program.end());
+    return argv;
+  }
+  // The seccomp denials of ioctl request `request` in the audit log.
+  int ioctlDenials(unsigned long request) {
+    std::ifstream in(audit_);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line);
+      if (e["event"] == "denial" && e["syscall"] == "ioctl" && e.contains("args") &&
+          (e["args"][1].get<unsigned long>() & 0xffffffff) == request)
+        ++n;
+    }
+    return n;
+  }
+  static std::string python(const std::string& code) {
+    return "/usr/bin/python3 -c 'import fcntl, struct, termios, sys\n" + code + "'";
+  }
+
+  TempDir work_;
+  TempDir logs_;  // outside the writable cwd
+  std::string audit_ = logs_ / "audit.jsonl";
+};
+
+TEST_F(TerminalTest, OnATerminalTheChildGetsAFreshPtyOfTheOperatorsSize) {
+  OperatorTerminal t(100, 30);
+  t.start(run({}, {"/bin/sh", "-c", "tty; stty size; echo done"}));
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("/dev/pts/0"), std::string::npos) << "a PTY of the sandbox's own devpts: " << t.output();
+  EXPECT_NE(t.output().find("30 100"), std::string::npos) << t.output();
+  EXPECT_TRUE(t.attributesAsBefore()) << "raw mode was not undone";
+}
+
+TEST_F(TerminalTest, TheChildCannotChangeTheOperatorsLineDiscipline) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call TIOCSETD";
+  OperatorTerminal t;
+  t.start(run({}, {"/bin/sh", "-c",
+                   python("try:\n fcntl.ioctl(0, termios.TIOCSETD, struct.pack(\"i\", 2)); print(\"CHANGED\")\n"
+                          "except OSError as e:\n print(\"REFUSED\", e.errno)") +
+                       "; stty raw -echo; echo ran"}));
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("REFUSED 1"), std::string::npos) << t.output();
+  EXPECT_NE(t.output().find("ran"), std::string::npos);
+  EXPECT_EQ(t.lineDiscipline(), 0) << "the operator's terminal is no longer N_TTY";
+  EXPECT_TRUE(t.attributesAsBefore());
+  EXPECT_GE(ioctlDenials(TIOCSETD), 1) << "stockade's seccomp table refused it, not the kernel";
+}
+
+TEST_F(TerminalTest, WithMinusTTheChildHasTheTerminalButItsStateIsRestoredAndDangerousIoctlsRefused) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call the ioctls";
+  OperatorTerminal t(90, 20);
+  t.start(run({"-T"}, {"/bin/sh", "-c",
+                       "stty size; stty raw -echo -icanon; " +
+                           python("for name in (\"TIOCSETD\", \"TIOCSTI\", \"TIOCCONS\", \"TIOCEXCL\"):\n"
+                                  " try:\n  fcntl.ioctl(0, getattr(termios, name), struct.pack(\"i\", 2)); print(name, \"ALLOWED\")\n"
+                                  " except OSError as e:\n  print(name, \"REFUSED\", e.errno)")}));
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("20 90"), std::string::npos) << "reading the size is allowed: " << t.output();
+  for (const char* name : {"TIOCSETD", "TIOCSTI", "TIOCCONS", "TIOCEXCL"})
+    EXPECT_NE(t.output().find(std::string(name) + " REFUSED 1"), std::string::npos) << name << ": " << t.output();
+  EXPECT_EQ(t.lineDiscipline(), 0);
+  EXPECT_TRUE(t.attributesAsBefore()) << "stty raw -echo outlived the child";
+  EXPECT_GE(ioctlDenials(TIOCSETD), 1);
+  EXPECT_GE(ioctlDenials(TIOCEXCL), 1);
+}
+
+TEST_F(TerminalTest, AWindowChangeReachesTheChildAndASignalToStockadeRestoresTheTerminal) {
+  OperatorTerminal t(80, 24);
+  t.start(run({"-t"}, {"/bin/sh", "-c", "trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done"}));
+  t.readUntil("ready");
+  ASSERT_NE(t.output().find("ready"), std::string::npos) << t.output();
+  t.resize(120, 40);
+  EXPECT_NE(t.readUntil("40 120").find("40 120"), std::string::npos) << t.output();
+  t.signal(SIGTERM);
+  EXPECT_EQ(t.wait(), 128 + SIGTERM);
+  EXPECT_TRUE(t.attributesAsBefore()) << "raw mode outlived stockade's end by a signal";
+}
+
+TEST_F(TerminalTest, KeysTypedAtTheOperatorsTerminalReachTheChild) {
+  OperatorTerminal t;
+  t.start(run({}, {"/bin/sh", "-c", "read line; echo got-$line"}));
+  t.type("hello\r");
+  EXPECT_EQ(t.wait(), 0);
+  EXPECT_NE(t.output().find("got-hello"), std::string::npos) << t.output();
+}
+
+TEST_F(TerminalTest, MinusTAndMinusCapitalTContradict) {
+  auto r = runProcess(run({"-t", "-T"}, {"/bin/true"}));
+  EXPECT_EQ(r.exitCode, 125);
+  EXPECT_NE(r.err.find("-t and -T"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace stockade::testing
