@@ -89,21 +89,19 @@ Verdict hardlinkToSecret(const Context& c) {
   return v;
 }
 
-// A thread flips ws/flip between a harmless file and a symlink to the secret
-// while another opens and reads it: a check-then-open race, as in the
-// symlink-exchange escapes of container runtimes (CVE-2018-15664).
+// A thread swaps ws/flip between a harmless file and a symlink to the secret
+// (renameat2 RENAME_EXCHANGE: the name always exists) while another opens
+// and reads it: a check-then-open race, as in the symlink-exchange escapes
+// of container runtimes (CVE-2018-15664).
 Verdict symlinkRace(const Context& c) {
-  const std::string flip = c.ws + "/flip", plain = c.ws + "/plain", link = c.ws + "/link";
-  if (!writeFile(plain, "PLAIN\n") || ::symlink((c.home + "/.aws/credentials").c_str(), link.c_str()) != 0)
+  const std::string flip = c.ws + "/flip", other = c.ws + "/other";
+  if (!writeFile(flip, "PLAIN\n") || ::symlink((c.home + "/.aws/credentials").c_str(), other.c_str()) != 0)
     return unproven("could not set the race up: " + errnoName(errno));
   std::atomic<bool> stop{false};
+  std::atomic<long> swaps{0};
   std::thread flipper([&] {
-    while (!stop) {
-      ::rename(plain.c_str(), flip.c_str());
-      ::rename(flip.c_str(), plain.c_str());
-      ::rename(link.c_str(), flip.c_str());
-      ::rename(flip.c_str(), link.c_str());
-    }
+    while (!stop)
+      if (::syscall(SYS_renameat2, AT_FDCWD, flip.c_str(), AT_FDCWD, other.c_str(), 2 /* RENAME_EXCHANGE */) == 0) ++swaps;
   });
   int plainReads = 0;
   std::string leaked;
@@ -118,8 +116,9 @@ Verdict symlinkRace(const Context& c) {
     std::printf("read: %s\n", leaked.c_str());
     return escaped("the race read the secret");
   }
-  if (auto n = neighbour(plainReads > 0, "the race read the harmless file at least once")) return *n;
-  return held("20000 racing opens, " + std::to_string(plainReads) + " of the harmless file, none of the secret");
+  if (auto n = neighbour(plainReads > 0 && swaps > 0, "the race swapped the names and read the harmless file")) return *n;
+  return held("20000 racing opens over " + std::to_string(swaps.load()) + " swaps, " + std::to_string(plainReads) +
+              " of the harmless file, none of the secret");
 }
 
 Verdict shadowMasked(const Context&) {
@@ -271,10 +270,10 @@ const bool registered = registerCases({
     {"writes-persistence", "shell-rc-in-home", "create ~/.bashrc for persistence", "persistence via shell startup files", shellRcInHome},
     {"writes-persistence", "user-systemd-unit", "create ~/.config for a systemd user unit", "persistence via user services", userSystemdUnit},
     {"writes-persistence", "symlink-write-out", "write through a planted symlink to a tree outside", "symlink following on write", symlinkWriteOut},
-    {"writes-persistence", "private-tmp", "leave a file in /tmp for the host", "shared /tmp planting", privateTmp, {}, {}, false,
+    {"writes-persistence", "private-tmp", "leave a file in /tmp for the host", "shared /tmp planting", privateTmp, {}, {}, {},
      nullptr, privateTmpHostCheck},
     {"writes-persistence", "deny-write-inside", "write a denyWrite tree inside the workspace", "denyWrite semantics", denyWriteInside},
-    {"writes-persistence", "setuid-plant", "leave a setuid file for the host to run", "set-id planting", setuidPlant, "chmod", {}, false,
+    {"writes-persistence", "setuid-plant", "leave a setuid file for the host to run", "set-id planting", setuidPlant, "chmod", {}, {},
      nullptr, setuidHostCheck},
     {"writes-persistence", "hardlink-protected", "a second name for a write-denied file", "hard-link bypass of read-only binds", hardlinkProtected},
     {"protected-names", "existing-bashrc", "write or replace an existing .bashrc in the workspace", "agent config and shell rc writes", existingBashrc},

@@ -209,10 +209,10 @@ const bool registered = registerCases({
     {"process-terminal-ipc", "init-fds", "list /proc/1/fd of the sandbox's init", "runc fd leak (CVE-2024-21626)", initFds},
     {"process-terminal-ipc", "inherited-fds", "use a descriptor stockade inherited", "CVE-2024-21626 (leaked fds)", inheritedFds},
     {"process-terminal-ipc", "abstract-host-socket", "connect to a host abstract unix socket", "abstract sockets bypass filesystem rules", abstractHostSocket, "socket",
-     {}, false, abstractHostSetup},
+     {}, {}, abstractHostSetup},
     {"process-terminal-ipc", "path-host-socket", "send to a host pathname datagram socket", "host daemons over unix sockets (journald, docker)", pathHostSocket, "socket"},
     {"process-terminal-ipc", "dgram-socketpair", "a datagram socketpair to reach pathname sockets", "issue 9 §2", dgramSocketpair, "socketpair"},
-    {"process-terminal-ipc", "sysv-ipc", "attach the host's SysV shared memory segment", "IPC namespace", sysvIpc, {}, {}, false,
+    {"process-terminal-ipc", "sysv-ipc", "attach the host's SysV shared memory segment", "IPC namespace", sysvIpc, {}, {}, {},
      [](HostContext& h) {
        // A keyed segment, as a host service would make one (IPC_PRIVATE has no key to find).
        key_t key = static_cast<key_t>(0x53540000 | (::getpid() & 0xffff));

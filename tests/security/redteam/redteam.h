@@ -94,9 +94,10 @@ struct Case {
   // must be in the audit log for the case to hold); empty when another layer refuses.
   std::string_view filterRefuses = {};
   Expectation expected = {};
-  // A kill of the sandbox by a limit (exit >= 128, or the limit's exit) is
-  // the refusal this case expects.
-  bool limitKillHolds = false;
+  // The limit whose kill of the sandbox is the refusal this case expects
+  // ("limits.memoryBytes"): the run ended by a signal and the audit's exit
+  // event names that limit as its reason.
+  std::string_view limitKill = {};
   // Host side, outside the sandbox: prepare before the run; after it, a
   // non-empty string says what escaped.
   void (*hostSetup)(HostContext&) = nullptr;

@@ -218,7 +218,17 @@ TEST_P(RedTeam, Holds) {
   ::close(leaked);
 
   // The verdict: the case's own, then everything the host can see.
-  Verdict v = unproven("the case printed no verdict (exit " + std::to_string(r.exitCode) + ")");
+  std::vector<nlohmann::json> events;
+  {
+    std::ifstream in(audit);
+    for (std::string line; std::getline(in, line);)
+      if (auto e = nlohmann::json::parse(line, nullptr, false); !e.is_discarded()) events.push_back(std::move(e));
+  }
+  std::string exitReason;
+  for (const auto& e : events)
+    if (e.value("event", "") == "exit") exitReason = e.value("reason", "");
+  Verdict v = unproven("the case printed no verdict (exit " + std::to_string(r.exitCode) +
+                       (exitReason.empty() ? "" : ", " + exitReason) + ")");
   if (auto at = r.out.rfind("verdict: "); at != std::string::npos) {
     std::string line = r.out.substr(at + 9, r.out.find('\n', at) - at - 9);
     auto space = line.find(' ');
@@ -226,8 +236,8 @@ TEST_P(RedTeam, Holds) {
     v = word == "held" ? held(detail) : word == "escaped" ? escaped(detail) : unproven(detail);
   } else if (r.exitCode == 125) {
     v = unproven("stockade failed to start the case: " + r.err);
-  } else if (c.limitKillHolds && (r.exitCode >= 128 || r.exitCode == 124)) {
-    v = held("the sandbox was killed (exit " + std::to_string(r.exitCode) + ")");
+  } else if (!c.limitKill.empty() && r.exitCode >= 128 && exitReason == c.limitKill) {
+    v = held("the sandbox was killed by " + exitReason + " (exit " + std::to_string(r.exitCode) + ")");
   }
   for (const auto& s : secrets)
     if (r.out.find(s) != std::string::npos || r.err.find(s) != std::string::npos)
@@ -243,12 +253,8 @@ TEST_P(RedTeam, Holds) {
     if (auto d = c.hostCheck(host); !d.empty()) v = escaped(d);
   if (v.result == Verdict::kHeld && !c.filterRefuses.empty()) {
     bool denial = false;
-    std::ifstream in(audit);
-    for (std::string line; std::getline(in, line);) {
-      auto e = nlohmann::json::parse(line, nullptr, false);
-      denial = denial || (!e.is_discarded() && e.value("event", "") == "denial" &&
-                          e.value("syscall", "") == c.filterRefuses);
-    }
+    for (const auto& e : events)
+      denial = denial || (e.value("event", "") == "denial" && e.value("syscall", "") == c.filterRefuses);
     if (!denial) v = unproven(v.detail + ", but no denial event names " + std::string(c.filterRefuses) +
                               ": refused by something other than the filter");
   }
