@@ -43,7 +43,8 @@ constexpr const char* kOutsiderSocket = "stockade-outsider";  // its abstract un
 // `init`, then forks the process that lives in them (setns(CLONE_NEWPID)
 // applies to children only). That process listens on 127.0.0.1:3129 and on
 // the abstract socket, checks its own TCP listener answers, names itself
-// "outsider", and reports "<pid in the sandbox> <pid here>\n" on `report`.
+// "outsider", and reports "ns <pid in the sandbox>\n" on `report`, beside
+// the helper's "host <its pid here>\n" (the two lines in either order).
 [[noreturn]] void outsiderMain(pid_t init, int report) {
   char path[64];
   auto nsPath = [&](const char* ns) {
@@ -75,15 +76,16 @@ constexpr const char* kOutsiderSocket = "stockade-outsider";  // its abstract un
     char line[16];
     int n = 0;
     for (pid_t v = inside; v > 0; v /= 10) line[n++] = static_cast<char>('0' + v % 10);
-    char out[18];
-    int m = 0;
+    char out[24] = "host ";
+    int m = 5;
     while (n > 0) out[m++] = line[--n];
-    out[m++] = ' ';
+    out[m++] = '\n';
     if (::write(report, out, static_cast<std::size_t>(m)) != m) ::_exit(15);
     ::_exit(0);
   }
+  // No parent-death signal: its parent (the helper) exits at once. It dies
+  // with the sandbox's pid namespace, or by TearDown().
   ::prctl(PR_SET_NAME, "outsider", 0, 0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   int tcp = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in sa = {};
   sa.sin_family = AF_INET;
@@ -102,8 +104,8 @@ constexpr const char* kOutsiderSocket = "stockade-outsider";  // its abstract un
   char digits[16];
   int n = 0;
   for (pid_t v = ::getpid(); v > 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
-  char out[18];
-  int m = 0;
+  char out[24] = "ns ";
+  int m = 3;
   while (n > 0) out[m++] = digits[--n];
   out[m++] = '\n';
   if (::write(report, out, static_cast<std::size_t>(m)) != m) ::_exit(19);
@@ -180,20 +182,28 @@ class LandlockLayerTest : public SandboxTest {
     ::close(report[1]);
     int status = 0;
     ::waitpid(helper, &status, 0);
-    std::string line;
+    std::string text, hostPid, nsPid;
     char c;
     pollfd p = {report[0], POLLIN, 0};
-    while (::poll(&p, 1, 10'000) == 1 && ::read(report[0], &c, 1) == 1 && c != '\n') line += c;
+    while ((hostPid.empty() || nsPid.empty()) && ::poll(&p, 1, 10'000) == 1 && ::read(report[0], &c, 1) == 1) {
+      if (c != '\n') {
+        text += c;
+        continue;
+      }
+      if (text.starts_with("host ")) hostPid = text.substr(5);
+      if (text.starts_with("ns ")) nsPid = text.substr(3);
+      text.clear();
+    }
     ::close(report[0]);
-    auto space = line.find(' ');
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || space == std::string::npos) {
-      ADD_FAILURE() << "the outsider did not join the sandbox (helper status " << status << ", report \"" << line << "\")";
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || hostPid.empty() || nsPid.empty()) {
+      ADD_FAILURE() << "the outsider did not join the sandbox (helper status " << status << ", host pid \"" << hostPid
+                    << "\", pid inside \"" << nsPid << "\")";
       (void)platform::signalChild(child.pidfd, SIGKILL);
       (void)platform::waitExit(child);
       return {};
     }
-    outsiderHostPid_ = std::stoi(line.substr(0, space));
-    std::string nsPid = line.substr(space + 1) + "\n";
+    outsiderHostPid_ = std::stoi(hostPid);
+    nsPid += "\n";
     EXPECT_EQ(::write(child.stdinPipe.get(), nsPid.data(), nsPid.size()), static_cast<ssize_t>(nsPid.size()));
     child.stdinPipe.reset();
     std::string out;

@@ -197,20 +197,26 @@ Verdict inotifyInstances(const Context&) {
   return refused(-1, {EMFILE}, "inotify_init1 number " + std::to_string(fds.size() + 1));
 }
 
+// As an unprivileged user there is no cgroup to put the sandbox in: pids,
+// memory and CPU fall back to per-process rlimits, a reported degradation.
+constexpr Expectation kNoCgroupUnprivileged{Who::kUnprivileged, 9,
+                                            "no cgroup for an unprivileged user: per-process rlimits, a reported degradation"};
+
 const bool registered = registerCases({
-    {"resource-exhaustion", "fork-bomb", "fork until something stops it (bounded at 2000)", "fork bombs", forkBomb},
+    {"resource-exhaustion", "fork-bomb", "fork until something stops it (bounded at 2000)", "fork bombs", forkBomb, {},
+     kNoCgroupUnprivileged},
     {"resource-exhaustion", "memory-balloon", "map and touch 2 GiB under memoryBytes 1 GiB", "memory exhaustion", memoryBalloon,
      {}, {}, "limits.memoryBytes"},
     {"resource-exhaustion", "tmpfs-balloon", "fill the private /tmp past memoryBytes (tmpfs pages are not address space)",
      "issue 9 §4", tmpfsBalloon, {}, {}, "limits.memoryBytes"},
-    {"resource-exhaustion", "memfd-balloon", "fill memfds past memoryBytes", "issue 9 §4", memfdBalloon, {}, {},
-     "limits.memoryBytes"},
+    {"resource-exhaustion", "memfd-balloon", "fill memfds past memoryBytes", "issue 9 §4", memfdBalloon, {},
+     kNoCgroupUnprivileged, "limits.memoryBytes"},
     {"resource-exhaustion", "disk-filler", "a file past fileSizeBytes", "disk exhaustion", diskFiller},
     {"resource-exhaustion", "fallocate-beyond", "fallocate(KEEP_SIZE) past fileSizeBytes", "issue 9 §4", fallocateBeyond},
     {"resource-exhaustion", "cpu-hog", "one process spinning past cpuSeconds", "CPU exhaustion", cpuHog, {}, {},
      "limits.cpuSeconds"},
     {"resource-exhaustion", "cpu-fork-chain", "children each under cpuSeconds, together over it", "issue 9 §4", cpuForkChain,
-     {}, {}, "limits.cpuSeconds"},
+     {}, kNoCgroupUnprivileged, "limits.cpuSeconds"},
     {"resource-exhaustion", "inotify-instances", "take every inotify instance of the host user", "issue 9 §4", inotifyInstances},
 });
 
