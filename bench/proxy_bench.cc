@@ -357,11 +357,11 @@ void reportUsage(benchmark::State& state, const Usage& before, const Usage& afte
 constexpr std::size_t kDownloadBytes = 100u << 20;
 constexpr Path kAllPaths[] = {kDirect, kRelay, kHttp, kConnect, kSocks5};
 
-void download(Path path) {
+void download(Path path, std::size_t bytes = kDownloadBytes) {
   UniqueFd fd = open(path);
-  sendAll(fd.get(), request(path, kDownloadBytes));
+  sendAll(fd.get(), request(path, bytes));
   readHead(fd.get());
-  readBody(fd.get(), kDownloadBytes);
+  readBody(fd.get(), bytes);
 }
 
 void BM_Download100MB(benchmark::State& state) {
@@ -374,17 +374,19 @@ void BM_Download100MB(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kSize));
 }
 
-// Each share of direct from one round: direct's time over the path's time.
-std::map<int, std::vector<double>>& pairedShares() {
-  static std::map<int, std::vector<double>> shares;
+// Each share of direct from one round: direct's time over the path's time,
+// per download size (pairedShares() is the 100 MB one the summary prints).
+std::map<std::size_t, std::map<int, std::vector<double>>>& pairedSharesBySize() {
+  static std::map<std::size_t, std::map<int, std::vector<double>>> shares;
   return shares;
 }
+std::map<int, std::vector<double>>& pairedShares() { return pairedSharesBySize()[kDownloadBytes]; }
 
 // One round downloads 100 MB over every path back to back, starting at a
 // different path each round; each path's share of direct comes from the
 // same round, so load that comes and goes on a shared machine falls on both
 // sides of each ratio alike.
-void BM_Download100MBPaired(benchmark::State& state) {
+void pairedRounds(benchmark::State& state, std::size_t bytes) {
   world();
   std::size_t round = 0;
   for (auto _ : state) {
@@ -392,14 +394,18 @@ void BM_Download100MBPaired(benchmark::State& state) {
     for (std::size_t i = 0; i < std::size(kAllPaths); ++i) {
       Path path = kAllPaths[(round + i) % std::size(kAllPaths)];
       auto start = std::chrono::steady_clock::now();
-      download(path);
+      download(path, bytes);
       seconds[path] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    for (auto [path, s] : seconds) pairedShares()[path].push_back(seconds[kDirect] / s);
+    for (auto [path, s] : seconds) pairedSharesBySize()[bytes][path].push_back(seconds[kDirect] / s);
     ++round;
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes * std::size(kAllPaths)));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes * std::size(kAllPaths)));
 }
+void BM_Download100MBPaired(benchmark::State& state) { pairedRounds(state, kDownloadBytes); }
+// The same with 1 MB downloads: connection setup and the proxy's decision
+// weigh more than the copy.
+void BM_Download1MBPaired(benchmark::State& state) { pairedRounds(state, 1u << 20); }
 
 void BM_SmallRequestRoundTrip(benchmark::State& state) {
   auto path = static_cast<Path>(state.range(0));
@@ -525,9 +531,44 @@ class SummaryReporter : public benchmark::ConsoleReporter {
       }
     }
     std::fflush(out);
+    if (!jsonPath_.empty()) writeJson();
   }
+  // --stockade_json=FILE: the paired shares (per size, per path, every round)
+  // and the small-request round trips (per path, every repetition), for bench/compare.
+  void setJsonPath(std::string path) { jsonPath_ = std::move(path); }
 
  private:
+  void writeJson() const {
+    std::FILE* f = std::fopen(jsonPath_.c_str(), "w");
+    if (!f) return;
+    auto list = [&](const std::vector<double>& v) {
+      std::string s = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+      return s + "]";
+    };
+    std::fprintf(f, "{\"paired_share_of_direct\": {");
+    bool firstSize = true;
+    for (const auto& [bytes, byPath] : pairedSharesBySize()) {
+      std::fprintf(f, "%s\"%zu\": {", firstSize ? "" : ", ", bytes);
+      bool first = true;
+      for (const auto& [path, v] : byPath) {
+        std::fprintf(f, "%s\"%s\": %s", first ? "" : ", ", pathName(path), list(v).c_str());
+        first = false;
+      }
+      std::fprintf(f, "}");
+      firstSize = false;
+    }
+    std::fprintf(f, "}, \"small_request_us\": {");
+    bool first = true;
+    for (const auto& [path, v] : roundTrips_) {
+      std::fprintf(f, "%s\"%s\": %s", first ? "" : ", ", pathName(path), list(v).c_str());
+      first = false;
+    }
+    std::fprintf(f, "}}\n");
+    std::fclose(f);
+  }
+  std::string jsonPath_;
+
   struct Download {
     std::vector<double> gibps;
     std::map<std::string, std::vector<double>> usage;
@@ -541,15 +582,22 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 // path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5, 4 minimal splice relay
 BENCHMARK(BM_Download100MB)->Apply(paths)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(BM_Download100MBPaired)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(BM_Download1MBPaired)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(BM_SmallRequestRoundTrip)->Apply(paths)->Unit(benchmark::kMicrosecond)->MinTime(0.5)->UseRealTime();
 
 // Unless told otherwise, five repetitions in random order, so that a burst
 // of load elsewhere on the machine falls on every path alike.
 int main(int argc, char** argv) {
-  std::vector<char*> args(argv, argv + argc);
+  std::vector<char*> args;
   bool repetitions = false, interleaving = false;
-  for (int i = 1; i < argc; ++i) {
+  std::string jsonPath;
+  for (int i = 0; i < argc; ++i) {
     std::string_view a = argv[i];
+    if (a.starts_with("--stockade_json=")) {
+      jsonPath = a.substr(16);
+      continue;
+    }
+    args.push_back(argv[i]);
     repetitions = repetitions || a.starts_with("--benchmark_repetitions");
     interleaving = interleaving || a.starts_with("--benchmark_enable_random_interleaving");
   }
@@ -560,6 +608,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   SummaryReporter reporter;
+  reporter.setJsonPath(jsonPath);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -49,6 +49,7 @@ for t in "$@"; do
   (cd "$home" && setpriv --reuid="$user" --regid="$user" --init-groups \
      env -i HOME="$home" USER="$user" PATH=/usr/local/bin:/usr/bin:/bin \
      STOCKADE_CLI="$stage/stockade" STOCKADE_PROBE="$stage/sandbox_probe" \
-     STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" "$copy") || status=1
+     STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" STOCKADE_REDTEAM_REPORT="${STOCKADE_REDTEAM_REPORT:-}" \
+     "$copy") || status=1
 done
 exit "$status"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -110,7 +111,7 @@ TEST_F(SpawnTest, ProxyListenersAcceptTheChildsConnectionsOnTheProxyPortOnly) {
   const std::uint16_t port = 3128;  // inside the child's own network namespace: no host port is used
   auto req = request(rules, {"/bin/sh", "-c",
                              "exec 3<>/dev/tcp/127.0.0.1/3128 2>/dev/null && echo proxy-ok; "
-                             "exec 4<>/dev/tcp/127.0.0.1/3129 2>/dev/null && echo other-ok; true"});
+                             "{ exec 4<>/dev/tcp/127.0.0.1/3129; } 2>&1 && echo other-ok; true"});
   req.argv = {"/bin/bash", "-c", req.argv[2]};
   req.proxyPort = port;
   auto spawned = spawn(req);
@@ -132,16 +133,59 @@ TEST_F(SpawnTest, ProxyListenersAcceptTheChildsConnectionsOnTheProxyPortOnly) {
   auto out = readAll(child.stdoutPipe);
   EXPECT_NE(out.find("proxy-ok"), std::string::npos) << out;
   EXPECT_EQ(out.find("other-ok"), std::string::npos) << out;
+  // Landlock's answer, not an empty port's (ECONNREFUSED); that a listener on
+  // the other port is refused too is tested in tests/security/landlock_test.cc.
+  EXPECT_NE(out.find("connect: Permission denied"), std::string::npos) << out;
   (void)waitExit(child);
 }
 
+// The report of a real spawn against what the program measures from inside:
+// namespaces by their inode numbers against this process's, no_new_privs and
+// seccomp from /proc/self/status plus a call only the filter refuses (its
+// denial reaches onDenial), Landlock's filesystem rules by a write the mounts
+// leave open (/proc is a writable mount; Landlock grants no write there) and
+// its network rules by the error of a TCP connect (EACCES, not ECONNREFUSED).
 TEST_F(SpawnTest, TheEnforcementReportListsTheActiveLayers) {
   auto rules = rulesFor(dir_);
-  auto report = probeEnforcement(request(rules, {"/bin/true"}));
-  EXPECT_TRUE(report.userNamespace && report.mountNamespace && report.pidNamespace && report.networkNamespace &&
-              report.ipcNamespace && report.utsNamespace);
-  EXPECT_TRUE(report.seccomp);
+  const char* script =
+      "for n in user mnt pid net ipc uts cgroup; do echo \"ns $n $(readlink /proc/self/ns/$n)\"; done; "
+      "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
+      "{ echo x > /proc/self/comm; } 2>/dev/null && echo landlock-fs-off || echo landlock-fs-on; "
+      "{ exec 3<>/dev/tcp/127.0.0.1/1; } 2>&1; "
+      "unshare -U true 2>/dev/null && echo nested-userns-made; true";
+  auto spawned = spawn(request(rules, {"/bin/bash", "-c", script}));
+  ASSERT_TRUE(std::holds_alternative<Child>(spawned)) << std::get<SpawnError>(spawned).message();
+  auto& child = std::get<Child>(spawned);
+  bool unshareRefused = false;
+  child.onDenial = [&](const SeccompDenial& d) { unshareRefused = unshareRefused || d.syscall == "unshare"; };
+  // Wait first: it answers the denials the program waits on (its output fits the pipe).
+  auto status = waitExit(child);
+  auto out = readAll(child.stdoutPipe);
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  ASSERT_EQ(std::get<ExitStatus>(status).shellCode(), 0) << out << readAll(child.stderrPipe);
+  const auto& report = child.enforcement;
+  auto separate = [&](const char* ns) {
+    auto at = out.find(std::string("ns ") + ns + " ");
+    EXPECT_NE(at, std::string::npos) << out;
+    std::string inside = out.substr(at + 4 + std::strlen(ns), out.find('\n', at) - at - 4 - std::strlen(ns));
+    return inside != std::filesystem::read_symlink(std::string("/proc/self/ns/") + ns).string();
+  };
+  EXPECT_EQ(report.userNamespace, separate("user"));
+  EXPECT_EQ(report.mountNamespace, separate("mnt"));
+  EXPECT_EQ(report.pidNamespace, separate("pid"));
+  EXPECT_EQ(report.networkNamespace, separate("net"));
+  EXPECT_EQ(report.ipcNamespace, separate("ipc"));
+  EXPECT_EQ(report.utsNamespace, separate("uts"));
+  EXPECT_EQ(report.cgroupNamespace, separate("cgroup"));
+  EXPECT_EQ(report.noNewPrivs, out.find("NoNewPrivs:\t1") != std::string::npos) << out;
+  EXPECT_EQ(report.seccomp, out.find("Seccomp:\t2") != std::string::npos && unshareRefused) << out;
+  EXPECT_EQ(out.find("nested-userns-made"), std::string::npos) << out;
   EXPECT_EQ(report.landlockAbi, landlockAbi());
+  EXPECT_EQ(report.landlockFilesystem, out.find("landlock-fs-on") != std::string::npos) << out;
+  EXPECT_EQ(report.landlockNetwork, out.find("connect: Permission denied") != std::string::npos) << out;
+  // This kernel has every layer: a report of "off" would be a failure too.
+  EXPECT_TRUE(report.userNamespace && report.mountNamespace && report.pidNamespace && report.networkNamespace &&
+              report.ipcNamespace && report.utsNamespace && report.seccomp && report.noNewPrivs);
   EXPECT_EQ(report.landlockFilesystem, landlockAbi() > 0);
 }
 

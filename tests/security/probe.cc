@@ -1,6 +1,11 @@
 // sandbox_probe: tries one operation from inside a sandbox and says how it
 // went. Exit 0: the operation succeeded; 1: it failed (stderr names errno);
 // 2: usage. Output on stdout is operation-specific (file contents, ids, ...).
+//
+// `sandbox_probe OP ARGS... + OP ARGS... + ...` runs the operations in turn
+// in one process (so one sandbox), printing "step-exit=N" after each, and
+// exits with the last one's status: a test puts the allowed neighbour and
+// the refused call in the same run, which proves the program ran.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,7 +31,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -146,6 +153,23 @@ void sendToHostSocket(int fd, const char* path) {
   ::close(root);
 }
 
+// An abstract unix address: "\0NAME", its length counted without a terminator.
+socklen_t abstractAddress(const char* name, sockaddr_un& sa) {
+  sa = {};
+  sa.sun_family = AF_UNIX;
+  std::size_t n = std::min(std::strlen(name), sizeof sa.sun_path - 1);
+  std::memcpy(sa.sun_path + 1, name, n);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+}
+
+int abstractConnect(const char* name) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return result(-1, "socket(AF_UNIX)");
+  sockaddr_un sa;
+  socklen_t len = abstractAddress(name, sa);
+  return result(::connect(fd, reinterpret_cast<sockaddr*>(&sa), len), "connect(abstract)");
+}
+
 long int80Getpid() {
   long ret;
   // i386 getpid is syscall 20; through int 0x80 the kernel sees AUDIT_ARCH_I386.
@@ -155,7 +179,7 @@ long int80Getpid() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int runOp(int argc, char** argv) {
   if (argc < 2) return 2;
   std::string_view op = argv[1];
   auto arg = [&](int i) -> const char* { return i < argc ? argv[i] : ""; };
@@ -387,6 +411,24 @@ int main(int argc, char** argv) {
     std::printf("sockets=%d pairs=%d stream-pair=%s\n", sockets, pairs, pairWorks ? "ok" : "broken");
     return 0;
   }
+  if (op == "bind-tcp") {  // bind-tcp PORT: a TCP socket bound to 127.0.0.1:PORT
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return result(-1, "socket");
+    sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<std::uint16_t>(std::atoi(arg(2))));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return result(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), "bind");
+  }
+  if (op == "abstract-connect") return abstractConnect(arg(2));  // abstract-connect NAME
+  if (op == "abstract-self") {  // listens on an abstract NAME of its own and connects to it
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return result(-1, "socket(AF_UNIX)");
+    sockaddr_un sa;
+    socklen_t len = abstractAddress(arg(2), sa);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || ::listen(fd, 1) != 0) return result(-1, "bind/listen");
+    return abstractConnect(arg(2));
+  }
   if (op == "tcp") return connectTo(SOCK_STREAM, arg(2), std::atoi(arg(3)), std::string_view(arg(4)) == "reply");
   if (op == "udp") return connectTo(SOCK_DGRAM, arg(2), std::atoi(arg(3)), false);
   if (op == "udp-self") {  // a UDP round trip inside the sandbox's own loopback
@@ -434,4 +476,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   return 2;
+}
+
+int main(int argc, char** argv) {
+  int start = 1;
+  bool steps = false;
+  for (int i = 1; i <= argc; ++i) {
+    if (i < argc && std::strcmp(argv[i], "+") != 0) continue;
+    if (i == argc && !steps) break;
+    steps = true;
+    // argv[start..i) is one operation; runOp() reads argv[1..] of its view.
+    int rc = runOp(i - start + 1, argv + start - 1);
+    std::printf("step-exit=%d\n", rc);
+    std::fflush(stdout);
+    if (i == argc) return rc;
+    start = i + 1;
+  }
+  return runOp(argc, argv);
 }

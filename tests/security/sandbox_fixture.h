@@ -85,15 +85,50 @@ class SandboxTest : public ::testing::Test {
     argv.push_back("--");
     return argv;
   }
-  // Runs the probe under `stockade run` with the current policy.
+  // Runs the probe under `stockade run` with the current policy. A probe that
+  // died of a signal proved nothing (a crash is not a refusal): that fails
+  // the test here, whatever the test then checks -- unless stockade names a
+  // limit on stderr (the limit that killed the sandbox, or the per-process
+  // rlimit it fell back to), which is the refusal a limit test expects.
   ProcessResult probe(const std::vector<std::string>& args, const std::vector<std::string>& flags = {}) {
     auto argv = stockadeArgv(flags);
     argv.push_back(probe_);
     argv.insert(argv.end(), args.begin(), args.end());
-    return runProcess(argv);
+    auto r = runProcess(argv);
+    if (r.exitCode >= 128 && r.err.find("limits.") == std::string::npos)
+      ADD_FAILURE() << "sandbox_probe " << (args.empty() ? "" : args[0]) << " died of signal " << r.exitCode - 128
+                    << ": a crash is not a refusal\n" << r.err;
+    return r;
+  }
+
+  // The `denial` events of an --audit file, one per call the seccomp filter
+  // refused through stockade's listener.
+  static std::vector<nlohmann::json> auditEvents(const std::string& path, const std::string& kind) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && e.value("event", "") == kind) out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  // The probe's call came back EPERM *from the seccomp filter*: the run's
+  // audit has a denial event naming `syscall`. A call that fails for lack of
+  // capabilities, or in the kernel for any other reason, has no such event.
+  ::testing::AssertionResult refusedByTheFilter(const std::vector<std::string>& args, const std::string& syscall) {
+    std::string audit = root_ + "/audit-" + std::to_string(auditRuns_++) + ".jsonl";
+    auto r = probe(args, {"--audit", audit});
+    if (r.exitCode != 1 || r.out.find("errno=EPERM") == std::string::npos)
+      return ::testing::AssertionFailure() << args[0] << ": exit " << r.exitCode << ", " << r.out << r.err;
+    for (const auto& d : auditEvents(audit, "denial"))
+      if (d.value("syscall", "") == syscall && d.value("layer", "") == "seccomp") return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << args[0] << ": EPERM, but no denial event names " << syscall
+                                         << " (refused by something other than the filter)";
   }
 
   std::string root_;
+  int auditRuns_ = 0;
   std::string probe_;  // a copy of sandbox_probe inside the test tree
   std::string home, ws, outside;
   nlohmann::json policy;

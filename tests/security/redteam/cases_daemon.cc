@@ -1,0 +1,94 @@
+// The daemon's API (issue 12) and its file endpoints (issue 13), attacked
+// from a sandbox it runs. Until the daemon lands there is nothing to attack:
+// each case says so (not proven) and is marked expected-to-fail until its
+// issue. Whoever lands the daemon starts it in hostSetup (its socket, port,
+// token file and state directory go to the case as daemon_* arguments) and
+// removes the marks.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdlib>
+
+#include "tests/security/redteam/redteam.h"
+
+namespace stockade::redteam {
+namespace {
+
+std::optional<Verdict> needsDaemon(const Context& c, const char* key) {
+  if (c.extra.count(key)) return std::nullopt;
+  return unproven(std::string("no daemon to attack: stockaded is not started by the runner yet (") + key + " unset)");
+}
+
+Verdict daemonSocket(const Context& c) {
+  if (auto u = needsDaemon(c, "daemon_socket")) return *u;
+  const std::string& path = c.extra.at("daemon_socket");
+  if (auto n = neighbour(writeFile(c.ws + "/ok", "ok"), "write ws/ok")) return *n;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return refused(-1, {EPERM}, "socket(AF_UNIX) for the daemon's socket");
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.c_str(), std::min(path.size(), sizeof sa.sun_path - 1));
+  return refused(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), {EACCES, ENOENT, ECONNREFUSED},
+                 "connect(the daemon's socket)");
+}
+
+Verdict daemonTcp(const Context& c) {
+  if (auto u = needsDaemon(c, "daemon_port")) return *u;
+  if (auto n = neighbour(writeFile(c.ws + "/ok", "ok"), "write ws/ok")) return *n;
+  return refused(connectTcp("127.0.0.1", std::atoi(c.extra.at("daemon_port").c_str())), {EACCES, ECONNREFUSED},
+                 "connect(the daemon's loopback port)");
+}
+
+Verdict daemonToken(const Context& c) {
+  if (auto u = needsDaemon(c, "daemon_token_file")) return *u;
+  if (auto n = neighbour(readFile(c.home + "/notes.txt") == "HOME-NOTES\n", "read home/notes.txt")) return *n;
+  int error = 0;
+  std::string token = readFile(c.extra.at("daemon_token_file"), &error);
+  if (!token.empty()) {
+    std::printf("read: %s\n", token.c_str());
+    return escaped("read the daemon's token file");
+  }
+  errno = error;
+  return refused(error ? -1 : 0, {ENOENT, EACCES}, "read the daemon's token file");
+}
+
+Verdict daemonState(const Context& c) {
+  if (auto u = needsDaemon(c, "daemon_state_dir")) return *u;
+  if (auto n = neighbour(writeFile(c.ws + "/ok", "ok"), "write ws/ok")) return *n;
+  return refused(writeFile(c.extra.at("daemon_state_dir") + "/ledger.sqlite", "x") ? 0 : -1, {EROFS, EACCES, ENOENT},
+                 "write the daemon's ledger");
+}
+
+// The sandbox plants a link; the host's file API or tree export must not
+// follow it out of the workspace (the daemon's host check does the download).
+Verdict plantedSymlink(const Context& c) {
+  if (auto u = needsDaemon(c, "daemon_socket")) return *u;
+  if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace")) return *n;
+  if (::symlink((c.home + "/.ssh/id_ed25519").c_str(), (c.ws + "/leak").c_str()) != 0)
+    return unproven("symlink(): " + errnoName(errno));
+  return held("planted ws/leak -> ~/.ssh/id_ed25519 for the host's download and export");
+}
+
+Verdict swappedParent(const Context& c) {
+  if (auto u = needsDaemon(c, "daemon_socket")) return *u;
+  (void)c;
+  return unproven("the upload race needs the daemon's file API");
+}
+
+constexpr Expectation kUntilIssue12{Who::kEveryone, 12, "the daemon"};
+constexpr Expectation kUntilIssue13{Who::kEveryone, 13, "the daemon's file endpoints"};
+
+const bool registered = registerCases({
+    {"daemon-api", "daemon-socket-from-inside", "connect to the daemon's unix socket from a sandbox", "local control sockets (docker.sock)", daemonSocket, {}, kUntilIssue12},
+    {"daemon-api", "daemon-tcp-from-inside", "connect to the daemon's loopback port from a sandbox", "loopback APIs", daemonTcp, {}, kUntilIssue12},
+    {"daemon-api", "daemon-token-file", "read the daemon's bearer token", "credential theft", daemonToken, {}, kUntilIssue12},
+    {"daemon-api", "daemon-state-dir", "write the daemon's ledger", "state tampering", daemonState, {}, kUntilIssue12},
+    {"file-endpoints", "download-planted-symlink", "plant a symlink out for the host's download and export", "CVE-2018-15664 class", plantedSymlink, {}, kUntilIssue13},
+    {"file-endpoints", "upload-swapped-parent", "swap a parent directory for a symlink during an upload", "TOCTOU on host-side file APIs", swappedParent, {}, kUntilIssue13},
+});
+
+}  // namespace
+}  // namespace stockade::redteam

