@@ -273,9 +273,12 @@ std::string bashCompletion() {
   out += "      return\n    fi\n  done\n";
   out += "  if ((COMP_CWORD == 1)); then COMPREPLY=($(compgen -W \"run policy help --help --version\" -- \"$cur\")); return; fi\n";
   out += "  local topic=${COMP_WORDS[1]}\n";
+  std::string subcommands;
+  for (const auto& t : kTopics)
+    if (t.command.starts_with("policy ")) subcommands += (subcommands.empty() ? "" : " ") + std::string(t.command.substr(7));
   out += "  if [[ $topic == policy || $topic == help ]] && ((COMP_CWORD == 2)); then\n";
-  out += "    COMPREPLY=($(compgen -W \"check derive narrower diff";
-  out += "\" -- \"$cur\")); [[ $topic == help ]] && COMPREPLY+=($(compgen -W \"run policy\" -- \"$cur\")); return\n  fi\n";
+  out += "    COMPREPLY=($(compgen -W \"" + subcommands + "\" -- \"$cur\"))\n";
+  out += "    [[ $topic == help ]] && COMPREPLY+=($(compgen -W \"run policy\" -- \"$cur\"))\n    return\n  fi\n";
   out += "  [[ $topic == policy ]] && topic=\"policy ${COMP_WORDS[2]}\"\n";
   out += "  case $prev in\n";
   std::string fileFlags, dirFlags;

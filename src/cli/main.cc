@@ -22,8 +22,9 @@ int helpCommand(const std::vector<std::string>& topic) {
     stockade::cli::printOut(stockade::cli::helpText(*t));
     return stockade::cli::kExitOk;
   }
-  stockade::cli::printErr("stockade: no help for \"" + name + "\"; topics: run, policy, policy check, policy derive, "
-                          "policy narrower, policy diff\n");
+  std::string topics;
+  for (const auto& t : stockade::cli::helpTopics()) topics += (topics.empty() ? "" : ", ") + std::string(t.command);
+  stockade::cli::printErr("stockade: no help for \"" + name + "\"; topics: " + topics + "\n");
   return stockade::cli::kExitUsage;
 }
 

@@ -3,8 +3,13 @@
 // (--settings, ~/.srt-settings.json, the one warning), --json, help.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "tests/support/read_file.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
@@ -256,6 +261,54 @@ TEST_F(CliUxTest, PolicyHelpDocumentsThePolicyFormat) {
   EXPECT_EQ(unknown.exitCode, 2);
   EXPECT_EQ(unknown.err, "stockade: no help for \"nothing\"; topics: run, policy, policy check, policy derive, policy "
                          "narrower, policy diff\n");
+}
+
+// The man page and the completion script are rendered from the tables that
+// print --help: every flag a command's help names is in the man page, and
+// bash completes commands, subcommands and flags.
+TEST_F(CliUxTest, TheManPageDocumentsEveryFlagOfEveryCommand) {
+  const std::string man = testing::readWholeFile(STOCKADE_MAN_PAGE);
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"run"}, {"policy", "check"}, {"policy", "derive"},
+                                       {"policy", "narrower"}, {"policy", "diff"}}) {
+    std::string name = cmd[0] + (cmd.size() > 1 ? " " + cmd[1] : "");
+    EXPECT_NE(man.find(".SS stockade " + name + "\n"), std::string::npos) << name;
+    cmd.push_back("--help");
+    std::string help = cli(cmd).out;
+    std::set<std::string> flags;
+    std::regex flag("--[a-z-]+");
+    for (auto it = std::sregex_iterator(help.begin(), help.end(), flag); it != std::sregex_iterator(); ++it)
+      flags.insert(it->str());
+    EXPECT_FALSE(flags.empty());
+    for (const auto& f : flags) {
+      std::string roff;  // man(7) writes every "-" of a flag as "\-"
+      for (char c : f) roff += c == '-' ? std::string("\\-") : std::string(1, c);
+      EXPECT_NE(man.find(roff), std::string::npos) << name << " " << f;
+    }
+  }
+  EXPECT_NE(man.find(".SH POLICY FORMAT"), std::string::npos);
+  auto groff = runProcess({"/bin/sh", "-c", "command -v groff >/dev/null || exit 77; groff -man -ww -z " + std::string(STOCKADE_MAN_PAGE)});
+  if (groff.exitCode == 77) GTEST_SKIP() << "groff is not installed";
+  EXPECT_EQ(groff.exitCode, 0);
+  EXPECT_EQ(groff.err, "") << "groff warnings";
+}
+
+TEST_F(CliUxTest, BashCompletesCommandsSubcommandsFlagsAndTheProgram) {
+  std::string program = t_.file("work/stockade-completion-probe", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod(program.c_str(), 0755), 0);
+  auto complete = [](const std::string& words, int cword) {
+    auto r = runProcess({"/bin/bash", "-c",
+                         "source " + std::string(STOCKADE_BASH_COMPLETION) + "; COMP_WORDS=(" + words +
+                             "); COMP_CWORD=" + std::to_string(cword) + "; _stockade; echo \"${COMPREPLY[*]}\""});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(complete("stockade po", 1), "policy\n");
+  EXPECT_EQ(complete("stockade policy na", 2), "narrower\n");
+  EXPECT_EQ(complete("stockade policy check --j", 3), "--json\n");
+  EXPECT_EQ(complete("stockade run --se", 2), "--settings\n");
+  EXPECT_EQ(complete("stockade run --audit-m", 2), "--audit-max-events\n");
+  EXPECT_EQ(complete("stockade help policy", 1 + 1), "policy\n");
+  EXPECT_EQ(complete("stockade run -- " + work_ + "/stockade-completion-pr", 3), program + "\n") << "after --, the program";
 }
 
 }  // namespace
