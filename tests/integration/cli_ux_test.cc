@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "tests/support/read_file.h"
 #include "tests/support/subprocess.h"
@@ -225,6 +227,35 @@ TEST_F(CliUxTest, SettingsFromTheFlagOrTheDefaultLocationAreThePolicy) {
   EXPECT_EQ(fromHome.out, "NOTES\n") << fromHome.err;
   EXPECT_EQ(show({"--policy", file("open.json", R"({"filesystem": {"denyRead": []}})")}).out, "PLANS\nNOTES\n")
       << "a named policy wins over the default settings file";
+}
+
+// ---- denial events decode their arguments ----
+
+TEST_F(CliUxTest, DenialEventsDecodeSyscallSocketAndNamespaceArguments) {
+  std::string audit = t_.path() + "/audit.jsonl";  // outside the writable work tree
+  auto r = cli({"run", "--cwd", work_, "--audit", audit, "--", "/bin/sh", "-c",
+                "unshare -U true 2>/dev/null; /usr/bin/python3 -c 'import socket; socket.socket(17, 3, 0)' 2>/dev/null; "
+                "echo ran"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "ran\n");
+  std::vector<nlohmann::json> denials;
+  std::istringstream lines(testing::readWholeFile(audit));
+  for (std::string line; std::getline(lines, line);) {
+    auto e = nlohmann::json::parse(line);
+    if (e["event"] == "denial") denials.push_back(e);
+  }
+  auto find = [&](const char* syscall) {
+    auto it = std::find_if(denials.begin(), denials.end(), [&](const auto& e) { return e["syscall"] == syscall; });
+    return it == denials.end() ? nlohmann::json() : *it;
+  };
+  nlohmann::json unshare = find("unshare");
+  ASSERT_FALSE(unshare.is_null()) << nlohmann::json(denials).dump();
+  EXPECT_EQ(unshare["decoded"]["flags"], "CLONE_NEWUSER");
+  EXPECT_EQ(unshare["args"][0], 0x10000000) << "the raw arguments stay beside the decoding";
+  nlohmann::json packet = find("socket");
+  ASSERT_FALSE(packet.is_null()) << nlohmann::json(denials).dump();
+  EXPECT_EQ(packet["decoded"], nlohmann::json({{"family", "AF_PACKET"}, {"type", "SOCK_RAW|SOCK_CLOEXEC"}, {"protocol", "0"}}))
+      << packet.dump();
 }
 
 // ---- help ----
