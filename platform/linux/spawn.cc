@@ -377,7 +377,7 @@ void forwardSignal(int sig) noexcept {
 // itself and exits.
 [[noreturn]] void childMain(const ChildPlan& plan) noexcept {
   ChildError error;
-  ::prctl(PR_SET_NAME, "stockade-init", 0, 0, 0);  // also while it waits for its program
+  ::prctl(PR_SET_NAME, kSandboxInitName, 0, 0, 0);  // also while it waits for its program
 
   // Signals: dispositions the parent ignored would survive exec, and the
   // parent blocked everything around clone; start the program clean.

@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "platform/linux/namespaces.h"
 #include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
 #include "src/audit/file_sink.h"
@@ -161,6 +162,13 @@ int execFailureCode(const platform::SpawnError& e) {
 }
 
 int run(const RunOptions& o) {
+  // Inside a sandbox the seccomp filter refuses the namespaces a sandbox is
+  // made of: say so, rather than fail at clone3() with EPERM.
+  if (platform::insideStockadeSandbox())
+    throw Failure{"nested sandboxes are not supported: this runs inside a stockade sandbox already, whose seccomp "
+                  "filter refuses the user, mount and pid namespaces a sandbox is made of (an inner sandbox could "
+                  "only be weaker than the one it is in); run the program directly, it is sandboxed, or start "
+                  "stockade outside the sandbox"};
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
     auto loaded = loadPolicyFile(*o.policyFile);

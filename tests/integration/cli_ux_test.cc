@@ -229,6 +229,22 @@ TEST_F(CliUxTest, SettingsFromTheFlagOrTheDefaultLocationAreThePolicy) {
       << "a named policy wins over the default settings file";
 }
 
+// ---- nested use ----
+
+TEST_F(CliUxTest, StockadeRunInsideASandboxSaysNestedSandboxesAreNotSupported) {
+  auto r = cli({"run", "--cwd", work_, "--", stockadeBinary(), "run", "--", "/bin/echo", "inner"});
+  EXPECT_EQ(r.exitCode, 125);
+  EXPECT_EQ(r.out, "") << "the inner program never ran";
+  EXPECT_EQ(r.err, "stockade run: nested sandboxes are not supported: this runs inside a stockade sandbox already, "
+                   "whose seccomp filter refuses the user, mount and pid namespaces a sandbox is made of (an inner "
+                   "sandbox could only be weaker than the one it is in); run the program directly, it is sandboxed, "
+                   "or start stockade outside the sandbox\n");
+  // The allowed neighbour: stockade's policy commands work inside.
+  auto check = cli({"run", "--cwd", work_, "--", stockadeBinary(), "policy", "check", "-", "--cwd", work_}, "{}");
+  EXPECT_EQ(check.exitCode, 0) << check.err;
+  EXPECT_EQ(check.out, "-: valid\n");
+}
+
 // ---- denial events decode their arguments ----
 
 TEST_F(CliUxTest, DenialEventsDecodeSyscallSocketAndNamespaceArguments) {
