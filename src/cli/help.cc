@@ -49,6 +49,10 @@ constexpr HelpFlag kRunFlags[] = {
      "a terminal among them has its attributes restored at the end, and the\n"
      "terminal ioctls whose effect outlives the program are refused",
      false, 'T'},
+    {"quiet", "", "write no warning or note on stderr (they go to the --audit log); only an\n"
+                  "error that ends stockade is printed"},
+    {"strict", "", "refuse to run when any enforcement layer is weaker than the policy asks\n"
+                   "(a degradation), instead of warning (exit 125)"},
     {"audit-max-events", "N",
      "write at most N events for this run (default 10000, 0: no cap); repeats\n"
      "of one decision are counted, and the events dropped past the cap are\ncounted at the end"},
@@ -67,6 +71,10 @@ when it exists (sandbox-runtime's default location); else the bundled default
 policy (credential stores unreadable, "." writable, no network, env PATH HOME
 LANG TERM). A sandbox-runtime settings key that does not apply to stockade is
 named in one warning; one that would weaken enforcement is refused.
+
+Every line stockade writes on stderr starts with "stockade", so its
+diagnostics stand apart from the program's own output there; --quiet leaves
+the program's output alone on stderr. Security teams: use --strict.
 
 Exit status: the child's; 128+N when it died of signal N; 124 when
 --timeout-ms expired; 125 when stockade failed (a bad flag or policy, a setup
@@ -155,8 +163,8 @@ is protected), and refused when honouring them would weaken enforcement
 constexpr std::array kTopics = {
     HelpTopic{"run",
               "[--policy FILE | --settings FILE] [--cwd DIR] [--env NAME=VALUE]... [--timeout-ms N]\n"
-              "             [--resolve HOST=ADDR]... [--audit FILE] [--audit-max-events N] [-t|-T]\n"
-              "             -- PROGRAM [ARG...]",
+              "             [--resolve HOST=ADDR]... [--quiet] [--strict] [--audit FILE]\n"
+              "             [--audit-max-events N] [-t|-T] -- PROGRAM [ARG...]",
               "run a program under a policy", kRunFlags, kRunDetails},
     HelpTopic{"policy", "SUBCOMMAND ...", "check, derive, compare and diff policies", {}, kPolicyDetails},
     HelpTopic{"policy check", "FILE [--cwd DIR] [--json]", "validate a policy and derive it, as run would",

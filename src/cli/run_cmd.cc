@@ -52,6 +52,8 @@ struct RunOptions {
   std::optional<std::chrono::milliseconds> timeout;
   std::map<std::string, std::string> resolve;
   std::optional<std::string> auditFile;
+  bool quiet = false;   // warnings and notes only to the audit log
+  bool strict = false;  // a degradation refuses the run
   std::size_t auditMaxEvents = audit::Limits{}.maxEventsPerSandbox;
   enum class Terminal { kAuto, kPty, kNone } terminal = Terminal::kAuto;
   std::vector<std::string> argv;
@@ -118,6 +120,8 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
   if (args.has("tty")) o.terminal = RunOptions::Terminal::kPty;
   if (args.has("no-tty")) o.terminal = RunOptions::Terminal::kNone;
   o.auditFile = args.value("audit");
+  o.quiet = args.has("quiet");
+  o.strict = args.has("strict");
   if (auto n = args.value("audit-max-events")) {
     std::size_t count = 0;
     auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), count);
@@ -175,8 +179,12 @@ int run(const RunOptions& o) {
     if (auto* err = std::get_if<PolicyFileError>(&loaded)) throw Failure{err->lines()};
     return std::get<SandboxPolicy>(std::move(loaded));
   }();
+  // stockade's own warnings and notes: on stderr unless --quiet.
+  auto diagnostic = [&o](const std::string& line) {
+    if (!o.quiet) printErr(line + "\n");
+  };
   if (o.policyFile)
-    for (const auto& line : policyNoteLines(*o.policyFile, policy)) printErr("stockade: " + line + "\n");
+    for (const auto& line : policyNoteLines(*o.policyFile, policy)) diagnostic("stockade: " + line);
   DeriveContext context = currentContext();
   context.cwd = o.cwd;
   context.tmpdir = "/tmp";
@@ -208,6 +216,13 @@ int run(const RunOptions& o) {
     const std::string& id;
     ~CloseAudit() { log.closeSandbox(id); }
   } closeAudit{runtime.audit, sandboxId};
+  if (o.policyFile && !policy.notes().empty()) {  // the notes, also when --quiet keeps them off stderr
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& n : policy.notes())
+      notes.push_back({{"path", n.path}, {"why", n.why},
+                       {"kind", n.kind == PolicyNote::Kind::kNotApplicable ? "not-applicable" : "stronger"}});
+    runtime.audit.write("policy_notes", {{"sandboxId", sandboxId}, {"file", *o.policyFile}, {"notes", std::move(notes)}});
+  }
 
   std::optional<std::uint16_t> proxyPort;
   if (!rules.network().allowedDomains.empty()) proxyPort = kSandboxProxyPort;
@@ -220,23 +235,24 @@ int run(const RunOptions& o) {
                                  .resolve = o.resolve,
                                  .sandboxId = sandboxId,
                                  .signalFd = signals.get(),
-                                 .pty = pty ? std::optional(terminalSize()) : std::nullopt},
-      [](const process::ForegroundStarted& started) {
-        for (const auto& d : started.enforcement.degradations)
-          printErr("stockade: warning: weaker enforcement: " + d + "\n");
+                                 .pty = pty ? std::optional(terminalSize()) : std::nullopt,
+                                 .onMissingLayer = o.strict ? platform::OnMissingLayer::kRefuse
+                                                            : platform::OnMissingLayer::kRunAndReport},
+      [&](const process::ForegroundStarted& started) {
+        for (const auto& d : started.enforcement.degradations) diagnostic("stockade: warning: weaker enforcement: " + d);
       });
   if (auto* e = std::get_if<platform::SpawnError>(&outcome)) {
     int code = execFailureCode(*e);
     if (code == kExitNotFound) printErr("stockade run: " + o.argv[0] + ": not found (" + e->message() + ")\n");
     else if (code == kExitNotExecutable) printErr("stockade run: " + o.argv[0] + ": cannot execute (" + e->message() + ")\n");
-    else printErr("stockade run: " + e->message() + "\n");
+    else printErr("stockade run: " + e->message() + (o.strict ? " (--strict)" : "") + "\n");
     return code;
   }
   const auto& [ending, signal] = std::get<process::ForegroundOutcome>(outcome);
   if (signal) return 128 + *signal;
   switch (ending.cause) {
     case process::Ending::Cause::kTimedOut:
-      printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
+      diagnostic("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox");
       return kExitTimeout;
     case process::Ending::Cause::kFailed:
       throw Failure{ending.error};
@@ -246,8 +262,8 @@ int run(const RunOptions& o) {
       break;
   }
   if (ending.status.limit)
-    printErr("stockade run: " + limitMessage(ending.status, rules.limits()) +
-             (ending.cause == process::Ending::Cause::kLimit ? "; killed the sandbox\n" : "\n"));
+    diagnostic("stockade run: " + limitMessage(ending.status, rules.limits()) +
+               (ending.cause == process::Ending::Cause::kLimit ? "; killed the sandbox" : ""));
   return ending.status.shellCode();
 }
 

@@ -82,7 +82,7 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
                                                         .program = std::move(r.program),
                                                         .output = r.pty ? Output::kPty : Output::kInherit,
                                                         .stdin = StdinMode::kOpen,
-                                                        .onMissingLayer = platform::OnMissingLayer::kRunAndReport,
+                                                        .onMissingLayer = r.onMissingLayer,
                                                         .terminalSize = r.pty.value_or(platform::WindowSize{}),
                                                         .sandboxId = r.sandboxId,
                                                         .id = id,

@@ -229,6 +229,70 @@ TEST_F(CliUxTest, SettingsFromTheFlagOrTheDefaultLocationAreThePolicy) {
       << "a named policy wins over the default settings file";
 }
 
+// ---- --strict, --quiet, and diagnostics that are stockade's ----
+
+// A list of socket paths allows socket(AF_UNIX) as a whole: a degradation
+// on every kernel, which --strict refuses.
+const char* kWeakerPolicy = R"({"network": {"allowUnixSockets": ["/run/stockade-test.sock"]}, "allowAppleEvents": false})";
+
+TEST_F(CliUxTest, StrictRefusesToRunWeakerThanThePolicyAsks) {
+  std::string p = file("weaker.json", kWeakerPolicy);
+  auto r = cli({"run", "--strict", "--policy", p, "--cwd", work_, "--", "/bin/sh", "-c", "echo ran"});
+  EXPECT_EQ(r.exitCode, 125);
+  EXPECT_EQ(r.out, "") << "the program must not run";
+  EXPECT_NE(r.err.find("stockade run: setup step \"prepare\": refusing to run weaker than the rules: "
+                       "network.allowUnixSockets: unix sockets are allowed as a whole"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.err.ends_with(" (--strict)\n")) << r.err;
+  // Without --strict it runs, and says what is weaker.
+  auto warned = cli({"run", "--policy", p, "--cwd", work_, "--", "/bin/sh", "-c", "echo ran"});
+  EXPECT_EQ(warned.exitCode, 0);
+  EXPECT_EQ(warned.out, "ran\n");
+  EXPECT_NE(warned.err.find("stockade: warning: weaker enforcement: network.allowUnixSockets"), std::string::npos);
+  // A fully enforced policy runs under --strict.
+  EXPECT_EQ(cli({"run", "--strict", "--cwd", work_, "--", "/bin/sh", "-c", "echo ran"}).out, "ran\n");
+}
+
+TEST_F(CliUxTest, QuietLeavesStderrToTheProgramAndTheDiagnosticsToTheAudit) {
+  std::string p = file("weaker.json", R"({"network": {"allowUnixSockets": ["/run/stockade-test.sock"]},
+                                         "allowAppleEvents": false, "ripgrep": {}})");
+  std::string audit = t_.path() + "/audit.jsonl";
+  auto r = cli({"run", "--quiet", "--policy", p, "--cwd", work_, "--audit", audit, "--timeout-ms", "300", "--",
+                "/bin/sh", "-c", "echo child-err >&2; sleep 30"});
+  EXPECT_EQ(r.exitCode, 124);
+  EXPECT_EQ(r.err, "child-err\n") << "only the program's own stderr";
+  std::set<std::string> events;
+  std::istringstream lines(testing::readWholeFile(audit));
+  for (std::string line; std::getline(lines, line);) {
+    auto e = nlohmann::json::parse(line);
+    events.insert(e["event"].get<std::string>());
+    if (e["event"] == "policy_notes") {
+      EXPECT_EQ(e["notes"][1]["path"], "ripgrep") << line;
+    }
+    if (e["event"] == "exit") {
+      EXPECT_EQ(e["reason"], "timed_out") << line;
+    }
+  }
+  for (const char* e : {"policy_notes", "degraded", "spawn", "exit"}) EXPECT_TRUE(events.count(e)) << e;
+}
+
+TEST_F(CliUxTest, EveryLineStockadeWritesOnStderrStartsWithStockade) {
+  std::string p = file("weaker.json", R"({"network": {"allowUnixSockets": ["/run/stockade-test.sock"]},
+                                         "ripgrep": {}, "mandatoryDenySearchDepth": 2})");
+  auto r = cli({"run", "--policy", p, "--cwd", work_, "--timeout-ms", "300", "--", "/bin/sh", "-c",
+                "echo child-err >&2; sleep 30"});
+  EXPECT_EQ(r.exitCode, 124);
+  std::istringstream lines(r.err);
+  int ours = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "child-err") continue;
+    EXPECT_TRUE(line.starts_with("stockade: ") || line.starts_with("stockade run: ")) << line;
+    ++ours;
+  }
+  EXPECT_EQ(ours, 4) << r.err << "(the ignored-keys warning, the stronger note, the degradation, the timeout)";
+}
+
 // ---- nested use ----
 
 TEST_F(CliUxTest, StockadeRunInsideASandboxSaysNestedSandboxesAreNotSupported) {
