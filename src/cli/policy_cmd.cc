@@ -3,6 +3,7 @@
 // With --json every outcome, errors included, is one JSON object on stdout.
 #include <nlohmann/json.hpp>
 
+#include "src/audit/event.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
 #include "src/cli/help.h"
@@ -28,15 +29,6 @@ json problemsJson(const PolicyError& e) {
   json out = json::array();
   out.push_back({{"path", e.path}, {"message", e.message}});
   for (const auto& m : e.more) out.push_back({{"path", m.path}, {"message", m.message}});
-  return out;
-}
-
-json notesJson(const SandboxPolicy& p) {
-  json out = json::array();
-  for (const auto& n : p.notes())
-    out.push_back({{"kind", n.kind == PolicyNote::Kind::kNotApplicable ? "not-applicable" : "stronger"},
-                   {"path", n.path},
-                   {"why", n.why}});
   return out;
 }
 
@@ -108,7 +100,7 @@ class PolicyCommand {
     SandboxPolicy policy = load(path);
     DerivedRules derived = rules(path, policy, ctx);
     if (json_) {
-      printOut(json{{"file", path}, {"valid", true}, {"problems", json::array()}, {"notes", notesJson(policy)},
+      printOut(json{{"file", path}, {"valid", true}, {"problems", json::array()}, {"notes", audit::policyNotes(policy)},
                     {"fingerprint", derived.fingerprint()}}
                    .dump(2) +
                "\n");

@@ -216,13 +216,9 @@ int run(const RunOptions& o) {
     const std::string& id;
     ~CloseAudit() { log.closeSandbox(id); }
   } closeAudit{runtime.audit, sandboxId};
-  if (o.policyFile && !policy.notes().empty()) {  // the notes, also when --quiet keeps them off stderr
-    nlohmann::json notes = nlohmann::json::array();
-    for (const auto& n : policy.notes())
-      notes.push_back({{"path", n.path}, {"why", n.why},
-                       {"kind", n.kind == PolicyNote::Kind::kNotApplicable ? "not-applicable" : "stronger"}});
-    runtime.audit.write("policy_notes", {{"sandboxId", sandboxId}, {"file", *o.policyFile}, {"notes", std::move(notes)}});
-  }
+  if (o.policyFile && !policy.notes().empty())  // the notes, also when --quiet keeps them off stderr
+    runtime.audit.write("policy_notes",
+                        {{"sandboxId", sandboxId}, {"file", *o.policyFile}, {"notes", audit::policyNotes(policy)}});
 
   std::optional<std::uint16_t> proxyPort;
   if (!rules.network().allowedDomains.empty()) proxyPort = kSandboxProxyPort;

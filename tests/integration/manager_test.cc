@@ -195,6 +195,17 @@ TEST_F(ManagerTest, EpochsDieWithDisposeAndNewWorkIsRefused) {
   EXPECT_FALSE(again.isEpochLive(e));
 }
 
+// A sandbox-runtime key the library accepts is never silent: the admit
+// event names it.
+TEST_F(ManagerTest, TheAdmitEventCarriesThePolicysSandboxRuntimeNotes) {
+  create(policy(R"(,"allowAppleEvents":false,"mandatoryDenySearchDepth":3)"));
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) {
+    return j["event"] == "admit" && j["notes"] == nlohmann::json::parse(R"([
+      {"kind": "not-applicable", "path": "allowAppleEvents", "why": "macOS only"},
+      {"kind": "stronger", "path": "mandatoryDenySearchDepth", "why": "mandatory-deny names are protected at every depth"}])");
+  }));
+}
+
 TEST_F(ManagerTest, ASeccompDenialIsAuditedWithItsRunAndCountedAtExit) {
   SandboxHandle h = create(policy());
   // unshare(CLONE_NEWUSER) is in the seccomp table; the shell sees EPERM.
