@@ -260,7 +260,9 @@ class Reader {
                                         {"pids", F::kPids, &Limits::pids},
                                         {"cpuSeconds", F::kCpuSeconds, &Limits::cpuSeconds},
                                         {"fileSizeBytes", F::kFileSizeBytes, &Limits::fileSizeBytes}};
-    for (const auto& [key, value] : lim.items()) {
+    for (auto it = lim.begin(); it != lim.end(); ++it) {
+      const std::string& key = it.key();
+      const json& value = it.value();
       auto f = std::find_if(std::begin(kFields), std::end(kFields), [&](const Field& x) { return key == x.key; });
       std::string path = memberPath("limits", key);
       if (f == std::end(kFields)) {
