@@ -21,6 +21,8 @@ namespace {
 
 constexpr std::size_t kMaxGlobEntries = 1'000'000;
 constexpr std::size_t kMaxWritableTreeEntries = 2'000'000;
+// Entries looked at to name the other links of a read-denied file.
+constexpr std::size_t kMaxLinkSearch = 200'000;
 
 // Files that a shell, git or an editor executes or trusts when the host user
 // next uses them: a child must never write them, at any depth.
@@ -56,19 +58,26 @@ class Deriver {
 
   DerivedRules run() {
     const auto& fs = policy_.filesystem();
-    for (std::size_t i = 0; i < fs.denyRead.size(); ++i) addDenyRead(fs.denyRead[i], {"filesystem.denyRead", i});
-    checkHardLinks();
-    b_.fs.allowRead = resolveAll(fs.allowRead, "filesystem.allowRead");
+    for (std::size_t i = 0; i < fs.denyRead.size(); ++i) {
+      std::size_t before = b_.fs.denyRead.size();
+      addEntry(fs.denyRead[i], {"filesystem.denyRead", i}, b_.fs.denyRead, b_.fs.denyReadPatterns, Links::kBoth);
+      for (std::size_t j = before; j < b_.fs.denyRead.size(); ++j) deniedBy_.emplace(b_.fs.denyRead[j], Where{"filesystem.denyRead", i});
+    }
+    for (std::size_t i = 0; i < fs.allowRead.size(); ++i)
+      addEntry(fs.allowRead[i], {"filesystem.allowRead", i}, b_.fs.allowRead, b_.fs.allowReadPatterns, Links::kSkip);
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
-    b_.fs.denyWrite = resolveAll(fs.denyWrite, "filesystem.denyWrite");
+    checkHardLinks();
+    for (std::size_t i = 0; i < fs.denyWrite.size(); ++i)
+      addEntry(fs.denyWrite[i], {"filesystem.denyWrite", i}, b_.fs.denyWrite, b_.fs.denyWritePatterns, Links::kBoth);
     b_.fs.defaultWrite = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"};
     if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, {"context.tmpdir"}));
     for (const auto& root : b_.fs.allowWrite) findMandatoryDenies(root);
 
     const auto& net = policy_.network();
-    b_.net.allowedDomains = domains(net.allowedDomains);
-    b_.net.deniedDomains = domains(net.deniedDomains);
+    b_.net.allowedDomains = domains(net.allowedDomains, policy::DomainUse::kAllow);
+    b_.net.deniedDomains = domains(net.deniedDomains, policy::DomainUse::kDeny);
     b_.net.allowUnixSockets = resolveAll(net.allowUnixSockets, "network.allowUnixSockets");
+    b_.net.allowAllUnixSockets = net.allowAllUnixSockets;
     b_.net.allowLocalBinding = net.allowLocalBinding;
     b_.env = policy_.env().allow;
     b_.limits = policy_.limits();
@@ -114,32 +123,48 @@ class Deriver {
     return *real;
   }
 
+  // Entries of lists that take no globs; a literal name arrives escaped.
   std::vector<std::string> resolveAll(const std::vector<std::string>& list, const char* field) {
     std::vector<std::string> out;
     out.reserve(list.size());
-    for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(list[i], {field, i}));
+    for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(policy::unescapeGlob(list[i]), {field, i}));
     return out;
   }
 
-  void addDenyRead(const std::string& p, const Where& where) {
+  // What a glob match that is a symlink stands for.
+  enum class Links {
+    kBoth,  // a deny: the link and the object it names
+    kSkip,  // a carve-out: neither (it would open an object the pattern does not name)
+  };
+
+  // A path goes to `paths` resolved; a glob, to `patterns` as written (made
+  // absolute) and its matches on disk now to `paths`.
+  void addEntry(const std::string& p, const Where& where, std::vector<std::string>& paths,
+                std::vector<std::string>& patterns, Links links) {
     if (!policy::hasGlob(p)) {
-      b_.fs.denyRead.push_back(resolve(p, where));
+      paths.push_back(resolve(policy::unescapeGlob(p), where));
       return;
     }
     std::string pattern = policy::lexicallyNormal(absolute(p, where));
-    b_.fs.denyReadPatterns.push_back(pattern);
+    patterns.push_back(pattern);
     auto matches = policy::expandGlob(pattern, kMaxGlobEntries);
     if (!matches)
       fail(where, policy::quote(p) + " had to examine more than 1000000 entries; start the pattern in a narrower directory");
     for (const auto& m : *matches) {
       auto real = resolver_.resolve(m);
-      b_.fs.denyRead.push_back(m);
-      if (real && *real != m) b_.fs.denyRead.push_back(*real);  // the link and the object it names
+      if (real && *real != m) {
+        if (links == Links::kSkip) continue;
+        paths.push_back(*real);
+      }
+      paths.push_back(m);
     }
   }
 
   // A mask hides a path, not the object: a read-denied file with another name
-  // that is not denied too would stay readable under that name. Refuse it.
+  // that is not denied too would stay readable under that name. Refuse it,
+  // naming the other names (searched for where they are likeliest: beside the
+  // denied name, in the working directory, the writable trees and the home,
+  // then the whole file system, within a budget).
   void checkHardLinks() {
     std::map<std::pair<dev_t, ino_t>, std::set<std::string>> deniedNames;  // distinct names per object
     for (const auto& p : b_.fs.denyRead) {
@@ -147,20 +172,42 @@ class Deriver {
       if (e && e->regularFile && e->links > 1) deniedNames[{e->device, e->inode}].insert(p);
     }
     for (const auto& [object, names] : deniedNames) {
-      const auto* e = resolver_.seen(*names.begin());
-      if (names.size() < e->links)
-        fail({"filesystem.denyRead"}, policy::quote(*names.begin()) + " has " + std::to_string(e->links) +
-                                          " hard links and only " + std::to_string(names.size()) +
-                                          " of them are denied; the other names would stay readable. "
-                                          "Deny them too, or remove the extra links");
+      const std::string& first = *names.begin();
+      const auto* e = resolver_.seen(first);
+      if (names.size() >= e->links) continue;
+      std::vector<std::string> roots;
+      for (const auto& n : names) roots.push_back(n.substr(0, std::max<std::size_t>(n.rfind('/'), 1)));
+      if (ctx_.cwd) roots.push_back(*ctx_.cwd);
+      roots.insert(roots.end(), b_.fs.allowWrite.begin(), b_.fs.allowWrite.end());
+      if (!ctx_.home.empty()) roots.push_back(ctx_.home);
+      roots.push_back("/");
+      const std::size_t undenied = e->links - names.size();
+      policy::NameSearch found = policy::findNames(object.first, object.second, roots, e->links, kMaxLinkSearch);
+      std::vector<std::string> others;
+      for (const auto& n : found.names)
+        if (!names.count(n)) others.push_back(policy::quote(n));
+      std::string message = policy::quote(first) + " has " + std::to_string(e->links) + " hard links and only " +
+                            std::to_string(names.size()) + " of them " + (names.size() == 1 ? "is" : "are") +
+                            " denied, so the file stays readable under ";
+      if (others.empty()) {
+        message += "its other " + std::string(undenied == 1 ? "name" : "names") + ", which " +
+                   (found.complete ? "are in directories stockade cannot list"
+                                   : "a search of " + std::to_string(found.visited) + " entries did not reach") +
+                   " (find them with: find / -xdev -inum " + std::to_string(object.second) + ")";
+      } else {
+        for (std::size_t i = 0; i < others.size(); ++i) message += (i == 0 ? "" : ", ") + others[i];
+        if (others.size() < undenied) message += " and " + std::to_string(undenied - others.size()) + " more";
+      }
+      message += ". Deny every name too, or remove the extra links";
+      fail(deniedBy_.count(first) ? deniedBy_.at(first) : Where{"filesystem.denyRead"}, message);
     }
   }
 
-  std::vector<DomainRule> domains(const std::vector<std::string>& list) const {
+  std::vector<DomainRule> domains(const std::vector<std::string>& list, policy::DomainUse use) const {
     std::vector<DomainRule> out;
     for (const auto& text : list) {
       // Already validated by the parser; a failure here is an internal bug.
-      auto parsed = policy::parseDomainPattern(text);
+      auto parsed = policy::parseDomainPattern(text, use);
       out.push_back(std::get<DomainRule>(parsed));
     }
     return out;
@@ -232,6 +279,7 @@ class Deriver {
   const DeriveContext& ctx_;
   RulesBuilder b_;
   policy::PathResolver resolver_;  // one consistent look at the filesystem per derive()
+  std::map<std::string, Where> deniedBy_;  // each read-denied path: the entry it came from
 };
 
 }  // namespace

@@ -32,14 +32,18 @@ RulesDiff diff(const DerivedRules& a, const DerivedRules& b) {
   axis("filesystem.denyRead", fa.denyRead, fb.denyRead);
   axis("filesystem.denyReadPatterns", fa.denyReadPatterns, fb.denyReadPatterns);
   axis("filesystem.allowRead", fa.allowRead, fb.allowRead);
+  axis("filesystem.allowReadPatterns", fa.allowReadPatterns, fb.allowReadPatterns);
   axis("filesystem.allowWrite", fa.allowWrite, fb.allowWrite);
   axis("filesystem.defaultWrite", fa.defaultWrite, fb.defaultWrite);
   axis("filesystem.denyWrite", fa.denyWrite, fb.denyWrite);
+  axis("filesystem.denyWritePatterns", fa.denyWritePatterns, fb.denyWritePatterns);
   axis("filesystem.mandatoryDenyWrite", fa.mandatoryDenyWrite, fb.mandatoryDenyWrite);
   const auto &na = a.network(), &nb = b.network();
   axis("network.allowedDomains", texts(na.allowedDomains), texts(nb.allowedDomains));
   axis("network.deniedDomains", texts(na.deniedDomains), texts(nb.deniedDomains));
   axis("network.allowUnixSockets", na.allowUnixSockets, nb.allowUnixSockets);
+  axis("network.allowAllUnixSockets", {na.allowAllUnixSockets ? "true" : "false"},
+       {nb.allowAllUnixSockets ? "true" : "false"});
   axis("network.allowLocalBinding", {na.allowLocalBinding ? "true" : "false"},
        {nb.allowLocalBinding ? "true" : "false"});
   axis("env.allow", a.envAllow(), b.envAllow());

@@ -31,11 +31,13 @@ bool hostWithin(std::string_view inner, std::string_view outer) {
 
 bool DomainRule::within(const DomainRule& outer) const {
   if (outer.port && port != outer.port) return false;
-  return hostWithin(host, outer.host);
+  if (outer.matchesEveryHost()) return true;
+  return !matchesEveryHost() && hostWithin(host, outer.host);
 }
 
 bool DomainRule::matches(std::string_view h, std::uint16_t p) const {
   if (port && *port != p) return false;
+  if (matchesEveryHost()) return true;
   if (!isWildcard()) return h == host;
   std::string_view suffix = std::string_view(host).substr(1);
   return h.size() > suffix.size() && h.ends_with(suffix);
@@ -127,7 +129,7 @@ std::optional<std::string> normaliseHostName(std::string_view host) {
   return out;
 }
 
-std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text) {
+std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text, DomainUse use) {
   if (text.empty()) return std::string("is empty; name a host such as \"example.com\"");
   for (unsigned char c : text) {
     if (c >= 0x80) return std::string("contains non-ASCII characters; write the name in its punycode (xn--) form");
@@ -140,8 +142,14 @@ std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text) 
     return std::string("contains a path; give the host name only, e.g. \"example.com\"");
   if (text.find('@') != std::string_view::npos)
     return std::string("contains user information; give the host name only");
+  if (use == DomainUse::kDeny && (text == "*" || text.starts_with("*:"))) {
+    if (text == "*") return DomainRule{"*", std::nullopt};
+    auto rule = parseDomainPattern("localhost" + std::string(text.substr(1)), use);  // the port, checked alike
+    if (auto* r = std::get_if<DomainRule>(&rule)) r->host = "*";
+    return rule;
+  }
   if (text == "*" || text == "*.")
-    return std::string("matches every host; list the domains the child needs");
+    return std::string("matches every host; list the domains the child needs (only deniedDomains takes \"*\")");
 
   // Split off the port.
   std::string_view host = text;
@@ -192,7 +200,7 @@ std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text) 
     bool oneLabel = name->find('.') == std::string::npos;
     bool publicSuffix = std::find(kTwoLabelPublicSuffixes.begin(), kTwoLabelPublicSuffixes.end(), *name) !=
                         kTwoLabelPublicSuffixes.end();
-    if (oneLabel || publicSuffix)
+    if ((oneLabel || publicSuffix) && use == DomainUse::kAllow)
       return std::string("is too broad; name a registrable domain such as \"*.example.com\"");
     return DomainRule{"*." + *name, port};
   }
@@ -207,6 +215,60 @@ std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text) 
   if (!name) return std::string("is not a valid host name; labels are letters, digits, \"-\" and \"_\", 63 characters at most");
   return DomainRule{*name, port};
 }
+
+namespace {
+
+// Non-public addresses by proxy/decision.cc's classifyAddress(), as ranges.
+constexpr std::array<std::string_view, 21> kAlwaysRefused = {
+    "0.0.0.0/8",      "127.0.0.0/8",     "10.0.0.0/8",      "172.16.0.0/12", "192.168.0.0/16",  "100.64.0.0/10",
+    "169.254.0.0/16", "224.0.0.0/4",     "240.0.0.0/4",     "192.0.0.0/24",  "198.18.0.0/15",   "192.88.99.0/24",
+    "192.0.2.0/24",   "198.51.100.0/24", "203.0.113.0/24",  "::/128",        "::1/128",         "fc00::/7",
+    "fec0::/10",      "fe80::/10",       "ff00::/8"};
+
+struct Cidr {
+  std::array<unsigned char, 16> bytes{};
+  bool v6 = false;
+  int length = 0;
+};
+
+std::optional<Cidr> parseCidr(std::string_view text) {
+  auto slash = text.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  std::string address(text.substr(0, slash));
+  std::string_view lengthText = text.substr(slash + 1);
+  Cidr c;
+  if (inet_pton(AF_INET, address.c_str(), c.bytes.data()) == 1) c.v6 = false;
+  else if (inet_pton(AF_INET6, address.c_str(), c.bytes.data()) == 1) c.v6 = true;
+  else return std::nullopt;
+  auto [ptr, ec] = std::from_chars(lengthText.data(), lengthText.data() + lengthText.size(), c.length);
+  if (!isDigits(lengthText) || ec != std::errc() || ptr != lengthText.data() + lengthText.size() || c.length > (c.v6 ? 128 : 32))
+    return std::nullopt;
+  return c;
+}
+
+// True when the first `bits` bits of a and b agree.
+bool samePrefix(const Cidr& a, const Cidr& b, int bits) {
+  for (int i = 0; i < bits; ++i) {
+    int mask = 0x80 >> (i % 8);
+    if ((a.bytes[i / 8] & mask) != (b.bytes[i / 8] & mask)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AddressRange classifyAddressRange(std::string_view text) {
+  auto range = parseCidr(text);
+  if (!range) return AddressRange::kNotARange;
+  for (std::string_view refused : kAlwaysRefused) {
+    auto outer = parseCidr(refused);
+    if (outer && outer->v6 == range->v6 && range->length >= outer->length && samePrefix(*range, *outer, outer->length))
+      return AddressRange::kAlwaysRefused;
+  }
+  return AddressRange::kOther;
+}
+
+std::span<const std::string_view> alwaysRefusedRanges() noexcept { return kAlwaysRefused; }
 
 }  // namespace policy
 }  // namespace stockade

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -11,10 +12,28 @@
 
 namespace stockade::policy {
 
+// Which list an entry is in: a deny may be broader than an allow can.
+enum class DomainUse {
+  kAllow,  // allowedDomains: no "*", no wildcard over a public suffix
+  kDeny,   // deniedDomains: also "*" and "*:port" (every host), and "*.com"
+};
+
 // Parses a policy entry ("github.com", "*.npmjs.org", "localhost:8080",
 // "[::1]:8080", "0x7f.1"). On failure returns the reason and the fix, without
 // the field name: `is too broad; name a registrable domain such as "*.example.com"`.
-std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text);
+std::variant<DomainRule, std::string> parseDomainPattern(std::string_view text, DomainUse use = DomainUse::kAllow);
+
+// An address range in CIDR form ("10.0.0.0/8", "fc00::/7"), judged against
+// the addresses the proxy refuses for every allowed name (loopback, private,
+// link-local, multicast, reserved, metadata; proxy/decision.h).
+enum class AddressRange {
+  kNotARange,      // not "address/length"
+  kAlwaysRefused,  // every address in it is refused already
+  kOther,          // holds addresses the proxy would connect to
+};
+AddressRange classifyAddressRange(std::string_view cidr);
+// The ranges behind kAlwaysRefused, for a test that holds them against the proxy.
+std::span<const std::string_view> alwaysRefusedRanges() noexcept;
 
 // Canonical text of an IP literal, or nullopt when `host` is not one.
 // IPv4 accepts every inet_aton spelling (decimal, octal, hex, short forms:

@@ -25,6 +25,11 @@ std::optional<Widening> readAxis(const DerivedRules& base, const DerivedRules& c
     if (std::find(mine.begin(), mine.end(), pattern) == mine.end())
       return widening("filesystem.denyRead", pattern, "is a deny pattern of the base policy that the candidate drops");
   }
+  for (const auto& pattern : cand.filesystem().allowReadPatterns) {
+    const auto& theirs = base.filesystem().allowReadPatterns;
+    if (std::find(theirs.begin(), theirs.end(), pattern) == theirs.end())
+      return widening("filesystem.allowRead", pattern, "is a carve-out pattern the base policy does not have");
+  }
   for (const auto& p : cand.filesystem().allowRead) {
     if (cand.readable(p) && !base.readable(p))
       return widening("filesystem.allowRead", p, "is read-denied by the base policy; a carve-out there widens it");
@@ -40,6 +45,12 @@ std::optional<Widening> readAxis(const DerivedRules& base, const DerivedRules& c
 
 std::optional<Widening> writeAxis(const DerivedRules& base, const DerivedRules& cand) {
   const auto& bfs = base.filesystem();
+  // A pattern stands for names that may appear later: the candidate keeps each.
+  for (const auto& pattern : bfs.denyWritePatterns) {
+    const auto& mine = cand.filesystem().denyWritePatterns;
+    if (std::find(mine.begin(), mine.end(), pattern) == mine.end())
+      return widening("filesystem.denyWrite", pattern, "is a deny pattern of the base policy that the candidate drops");
+  }
   for (const auto* roots : {&cand.filesystem().allowWrite, &cand.filesystem().defaultWrite}) {
     const char* axis = roots == &cand.filesystem().allowWrite ? "filesystem.allowWrite" : "filesystem.defaultWrite";
     for (const auto& root : *roots) {
@@ -94,6 +105,8 @@ std::optional<Widening> networkAxis(const DerivedRules& base, const DerivedRules
     if (!covered)
       return widening("network.allowUnixSockets", s, "is not inside any unix socket path the base policy allows");
   }
+  if (cn.allowAllUnixSockets && !bn.allowAllUnixSockets)
+    return widening("network.allowAllUnixSockets", "true", "is not allowed by the base policy");
   if (cn.allowLocalBinding && !bn.allowLocalBinding)
     return widening("network.allowLocalBinding", "true", "is not allowed by the base policy");
   return std::nullopt;
@@ -152,6 +165,7 @@ DerivedRules::Network intersectNetworks(const DerivedRules::Network& a, const De
   std::sort(out.allowUnixSockets.begin(), out.allowUnixSockets.end());
   out.allowUnixSockets.erase(std::unique(out.allowUnixSockets.begin(), out.allowUnixSockets.end()),
                              out.allowUnixSockets.end());
+  out.allowAllUnixSockets = a.allowAllUnixSockets && b.allowAllUnixSockets;
   out.allowLocalBinding = a.allowLocalBinding && b.allowLocalBinding;
   return out;
 }

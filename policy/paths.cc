@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <deque>
+#include <set>
 #include <cstdio>
 #include <functional>
 
@@ -143,8 +145,100 @@ std::optional<std::string> PathResolver::resolve(std::string_view path) {
   return real.empty() ? "/" : real;
 }
 
+namespace {
+
+constexpr std::string_view kEscapable = "*?[]\\";
+
+bool escapes(std::string_view text, std::size_t i) {
+  return text[i] == '\\' && i + 1 < text.size() && kEscapable.find(text[i + 1]) != std::string_view::npos;
+}
+
+// A glob component for fnmatch(3), which reads every `\` as an escape: a
+// lone one is doubled so that it stays an ordinary character.
+std::string fnmatchPattern(std::string_view part) {
+  std::string out;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    if (escapes(part, i)) {
+      out += part.substr(i, 2);
+      ++i;
+    } else {
+      if (part[i] == '\\') out += '\\';
+      out += part[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 bool hasGlob(std::string_view text) noexcept {
-  return text.find_first_of("*?[") != std::string_view::npos;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (escapes(text, i)) ++i;
+    else if (text[i] == '*' || text[i] == '?' || text[i] == '[') return true;
+  }
+  return false;
+}
+
+std::string escapeGlob(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (kEscapable.find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string unescapeGlob(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (escapes(text, i)) ++i;
+    out += text[i];
+  }
+  return out;
+}
+
+NameSearch findNames(dev_t device, ino_t inode, const std::vector<std::string>& roots, std::size_t maxNames,
+                     std::size_t maxVisited) {
+  NameSearch out;
+  std::set<std::pair<dev_t, ino_t>> seenDirs;
+  std::deque<std::string> queue;
+  auto enqueue = [&](const std::string& dir) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == device &&
+        seenDirs.insert({st.st_dev, st.st_ino}).second)
+      queue.push_back(dir);
+  };
+  for (const auto& root : roots) {
+    enqueue(root);
+    while (!queue.empty() && out.names.size() < maxNames) {
+      std::string dir = std::move(queue.front());
+      queue.pop_front();
+      DIR* d = ::opendir(dir.c_str());
+      if (!d) continue;
+      while (dirent* e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        if (name == "." || name == "..") continue;
+        if (++out.visited > maxVisited) {
+          out.complete = false;
+          ::closedir(d);
+          return out;
+        }
+        struct stat st {};
+        if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        std::string path = join(dir, name);
+        if (S_ISDIR(st.st_mode)) {
+          if (st.st_dev == device && seenDirs.insert({st.st_dev, st.st_ino}).second) queue.push_back(path);
+        } else if (st.st_dev == device && st.st_ino == inode &&
+                   std::find(out.names.begin(), out.names.end(), path) == out.names.end()) {
+          out.names.push_back(path);
+          if (out.names.size() >= maxNames) break;
+        }
+      }
+      ::closedir(d);
+    }
+    queue.clear();
+  }
+  return out;
 }
 
 std::optional<std::vector<std::string>> expandGlob(std::string_view pattern, std::size_t maxVisited) {
@@ -191,13 +285,14 @@ std::optional<std::vector<std::string>> expandGlob(std::string_view pattern, std
       return;
     }
     if (!hasGlob(part)) {
-      std::string next = join(dir, part);
+      std::string next = join(dir, unescapeGlob(part));
       struct stat st {};
       if (::lstat(next.c_str(), &st) == 0) walk(next, i + 1);
       return;
     }
+    const std::string partPattern = fnmatchPattern(part);
     list(dir, [&](const std::string& name, bool isDir) {
-      if (::fnmatch(part.c_str(), name.c_str(), 0) != 0) return;
+      if (::fnmatch(partPattern.c_str(), name.c_str(), 0) != 0) return;
       if (i + 1 == parts.size() || isDir) walk(join(dir, name), i + 1);
     });
   };

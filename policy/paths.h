@@ -52,8 +52,30 @@ class PathResolver {
   std::unordered_map<std::string, Entry, Hash, std::equal_to<>> cache_;
 };
 
-// True when the text contains glob metacharacters (`*`, `?`, `[`).
+// Other names of one object: the paths beneath `roots` (in order, each tree
+// breadth first) whose lstat() gives `device` and `inode`, at most `maxNames`
+// of them, looking at no more than `maxVisited` entries. Symlinks and
+// directories on other devices are not entered. `complete` is false when the
+// budget ran out first.
+struct NameSearch {
+  std::vector<std::string> names;
+  std::size_t visited = 0;
+  bool complete = true;
+};
+NameSearch findNames(dev_t device, ino_t inode, const std::vector<std::string>& roots, std::size_t maxNames,
+                     std::size_t maxVisited);
+
+// Glob syntax of policy paths: `*`, `?` and `[...]` as in fnmatch, `**` for
+// any number of directories, and `\` before one of `*?[]\` for that
+// character itself (any other `\` is an ordinary character).
+
+// True when the text has a glob metacharacter (`*`, `?`, `[`) not escaped.
 bool hasGlob(std::string_view text) noexcept;
+// `text` with every glob metacharacter (and `\`) escaped: a name that is
+// never a pattern (sandbox-runtime's {"path": ..., "literal": true}).
+std::string escapeGlob(std::string_view text);
+// The name an escaped text spells: `\*` -> `*`.
+std::string unescapeGlob(std::string_view text);
 
 // The existing paths that match an absolute glob pattern (`**` crosses any
 // number of directories, other components use fnmatch). Symlinked directories

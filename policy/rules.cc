@@ -41,8 +41,9 @@ bool anyContaining(const std::vector<std::string>& list, std::string_view path) 
 }  // namespace
 
 DerivedRules RulesBuilder::build() && {
-  for (auto* list : {&fs.denyRead, &fs.denyReadPatterns, &fs.allowRead, &fs.allowWrite, &fs.defaultWrite,
-                     &fs.denyWrite, &fs.mandatoryDenyWrite, &net.allowUnixSockets, &env})
+  for (auto* list : {&fs.denyRead, &fs.denyReadPatterns, &fs.allowRead, &fs.allowReadPatterns, &fs.allowWrite,
+                     &fs.defaultWrite, &fs.denyWrite, &fs.denyWritePatterns, &fs.mandatoryDenyWrite,
+                     &net.allowUnixSockets, &env})
     canonicalise(*list);
   canonicalise(net.allowedDomains);
   canonicalise(net.deniedDomains);
@@ -60,14 +61,17 @@ std::string DerivedRules::toJson() const {
        {{"denyRead", fs_.denyRead},
         {"denyReadPatterns", fs_.denyReadPatterns},
         {"allowRead", fs_.allowRead},
+        {"allowReadPatterns", fs_.allowReadPatterns},
         {"allowWrite", fs_.allowWrite},
         {"defaultWrite", fs_.defaultWrite},
         {"denyWrite", fs_.denyWrite},
+        {"denyWritePatterns", fs_.denyWritePatterns},
         {"mandatoryDenyWrite", fs_.mandatoryDenyWrite}}},
       {"network",
        {{"allowedDomains", domainList(net_.allowedDomains)},
         {"deniedDomains", domainList(net_.deniedDomains)},
         {"allowUnixSockets", net_.allowUnixSockets},
+        {"allowAllUnixSockets", net_.allowAllUnixSockets},
         {"allowLocalBinding", net_.allowLocalBinding}}},
       {"env", {{"allow", env_}}},
       {"limits",

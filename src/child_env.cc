@@ -7,11 +7,21 @@
 
 namespace stockade {
 
-std::string overlayNameProblem(std::string_view name) {
+std::string overlayNameProblem(std::string_view name, ProxyVariables proxy) {
   std::string quoted = "\"" + std::string(name) + "\"";
   if (!policy::isEnvName(name)) return quoted + " is not a variable name; names match [A-Za-z_][A-Za-z0-9_]*";
   if (name.starts_with("_t")) return quoted + " starts with \"_t\", which the sandbox keeps for itself";
-  if (proxy::isProxyVariable(name)) return quoted + " is a proxy variable; stockade sets it and callers cannot override it";
+  if (proxy == ProxyVariables::kSetByStockade && proxy::isProxyVariable(name))
+    return quoted + " is a proxy variable; stockade sets it for a child with network (the policy allows domains) "
+                    "and callers cannot override it";
+  return {};
+}
+
+std::string overlayProxyProblem(const std::map<std::string, std::string>& overlay,
+                                std::optional<std::uint16_t> proxyPort) {
+  if (!proxyPort) return {};
+  for (const auto& [name, value] : overlay)
+    if (auto problem = overlayNameProblem(name, ProxyVariables::kSetByStockade); !problem.empty()) return problem;
   return {};
 }
 

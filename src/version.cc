@@ -1,5 +1,6 @@
 #include "stockade/version.h"
 
 namespace stockade {
-std::string_view version() noexcept { return "0.1.0"; }
+// STOCKADE_VERSION is the CMake project's VERSION (src/CMakeLists.txt).
+std::string_view version() noexcept { return STOCKADE_VERSION; }
 }  // namespace stockade

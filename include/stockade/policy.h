@@ -38,6 +38,7 @@ namespace detail {
 struct BundledDefaults {
   std::vector<std::string> denyRead, allowRead, allowWrite, denyWrite;
   std::vector<std::string> allowedDomains, deniedDomains, allowUnixSockets;
+  bool allowAllUnixSockets;
   bool allowLocalBinding;
   std::vector<std::string> envAllow;
   std::uint64_t memoryBytes, pids, cpuSeconds, fileSizeBytes;
@@ -45,8 +46,15 @@ struct BundledDefaults {
 const BundledDefaults& bundledDefaults() noexcept;
 }  // namespace detail
 
+// Paths: absolute, "~/..." or relative to the working directory. In
+// denyRead, allowRead and denyWrite a path with `*`, `?` or `[` is a glob
+// (`**` crosses directories) that stands for the paths it matches when the
+// rules are derived; `\` makes the next character literal. A JSON entry
+// {"path": P, "literal": true} is P with every glob character escaped so.
+// allowWrite and allowUnixSockets take no globs; in allowWrite and denyWrite
+// a trailing "/**" names the directory itself.
 struct FilesystemPolicy {
-  std::vector<std::string> denyRead = detail::bundledDefaults().denyRead;      // paths or globs (`**/*.pem`)
+  std::vector<std::string> denyRead = detail::bundledDefaults().denyRead;      // masked
   std::vector<std::string> allowRead = detail::bundledDefaults().allowRead;    // carve-outs inside denied trees
   std::vector<std::string> allowWrite = detail::bundledDefaults().allowWrite;  // the only writable trees
   std::vector<std::string> denyWrite = detail::bundledDefaults().denyWrite;    // read-only inside writable trees
@@ -56,8 +64,10 @@ struct FilesystemPolicy {
 struct NetworkPolicy {
   // "host", "*.host", "host:port", "[v6]:port"
   std::vector<std::string> allowedDomains = detail::bundledDefaults().allowedDomains;
-  std::vector<std::string> deniedDomains = detail::bundledDefaults().deniedDomains;  // win over allowedDomains
+  // Win over allowedDomains; also "*" (every host) and "*:port".
+  std::vector<std::string> deniedDomains = detail::bundledDefaults().deniedDomains;
   std::vector<std::string> allowUnixSockets = detail::bundledDefaults().allowUnixSockets;
+  bool allowAllUnixSockets = detail::bundledDefaults().allowAllUnixSockets;  // socket(AF_UNIX) and every socket file
   bool allowLocalBinding = detail::bundledDefaults().allowLocalBinding;
   bool operator==(const NetworkPolicy&) const = default;
 };
@@ -79,14 +89,15 @@ struct Limits {
 // Every field of a policy, in the order of the JSON format.
 enum class PolicyField : unsigned {
   kDenyRead, kAllowRead, kAllowWrite, kDenyWrite,
-  kAllowedDomains, kDeniedDomains, kAllowUnixSockets, kAllowLocalBinding,
+  kAllowedDomains, kDeniedDomains, kAllowUnixSockets, kAllowAllUnixSockets, kAllowLocalBinding,
   kEnvAllow,
   kMemoryBytes, kPids, kCpuSeconds, kFileSizeBytes,
 };
 inline constexpr PolicyField kAllPolicyFields[] = {
     PolicyField::kDenyRead,       PolicyField::kAllowRead,        PolicyField::kAllowWrite,
     PolicyField::kDenyWrite,      PolicyField::kAllowedDomains,   PolicyField::kDeniedDomains,
-    PolicyField::kAllowUnixSockets, PolicyField::kAllowLocalBinding, PolicyField::kEnvAllow,
+    PolicyField::kAllowUnixSockets, PolicyField::kAllowAllUnixSockets, PolicyField::kAllowLocalBinding,
+    PolicyField::kEnvAllow,
     PolicyField::kMemoryBytes,    PolicyField::kPids,             PolicyField::kCpuSeconds,
     PolicyField::kFileSizeBytes,
 };
@@ -99,12 +110,35 @@ enum class ValueSource {
   kGiven,    // written in the policy
 };
 
+// A key of Anthropic's sandbox-runtime settings that the policy accepted
+// without it being a stockade field (policy/srt_settings.h).
+struct PolicyNote {
+  enum class Kind {
+    kNotApplicable,  // no meaning on Linux or in stockade; ignored
+    kStronger,       // stockade enforces more than the key asks for
+  };
+  Kind kind;
+  std::string path;  // "allowAppleEvents", "credentials.files[0].mode"
+  std::string why;   // "macOS only"
+  bool operator==(const PolicyNote&) const = default;
+};
+
 // A validation failure: `path` is the JSON path of the offending value
 // (`network.allowedDomains[2]`), `message` says what is wrong and what to do.
+// parse() reports every problem of a text: the first here, the others in
+// `more` (the file's structure in document order, then the values).
 struct PolicyError {
   std::string path;
   std::string message;
-  std::string text() const { return path.empty() ? message : path + ": " + message; }
+  std::vector<PolicyError> more;
+  // "path: message" of the first problem.
+  std::string first() const { return path.empty() ? message : path + ": " + message; }
+  // Every problem, "; "-separated.
+  std::string text() const {
+    std::string out = first();
+    for (const auto& m : more) out += "; " + m.first();
+    return out;
+  }
 };
 
 class SandboxPolicy {
@@ -126,6 +160,8 @@ class SandboxPolicy {
   // the key. For make(), which cannot tell a member left out from one written
   // with the same value: kDefault when the value equals the bundled default's.
   ValueSource source(PolicyField field) const noexcept;
+  // The sandbox-runtime keys accepted beside the fields, in document order.
+  const std::vector<PolicyNote>& notes() const noexcept { return notes_; }
 
   const FilesystemPolicy& filesystem() const noexcept { return fs_; }
   const NetworkPolicy& network() const noexcept { return net_; }
@@ -143,12 +179,13 @@ class SandboxPolicy {
  private:
   SandboxPolicy() = default;
   static SandboxPolicy assemble(FilesystemPolicy fs, NetworkPolicy net, EnvPolicy env, Limits limits,
-                                unsigned given);
+                                unsigned given, std::vector<PolicyNote> notes);
   FilesystemPolicy fs_;
   NetworkPolicy net_;
   EnvPolicy env_;
   Limits limits_;
   unsigned given_ = 0;  // bit (1 << PolicyField) set: the field's source is kGiven
+  std::vector<PolicyNote> notes_;
 };
 
 }  // namespace stockade

@@ -15,12 +15,15 @@ namespace stockade {
 
 // One normalised network destination pattern: lower case, no trailing dot,
 // IP literals canonical ("127.0.0.1", "::1" without brackets).
-// `host` is "name", "*.suffix" (subdomains only, never the apex) or an address.
+// `host` is "name", "*.suffix" (subdomains only, never the apex), an address,
+// or "*" (every host; only in deniedDomains).
 struct DomainRule {
   std::string host;
   std::optional<std::uint16_t> port;  // nullopt: any port
 
   bool isWildcard() const noexcept { return host.starts_with("*."); }
+  // "*": every host (deniedDomains only).
+  bool matchesEveryHost() const noexcept { return host == "*"; }
   // "host", "host:443", "[::1]:8080", "*.example.com".
   std::string text() const;
   // True when every destination this rule matches is matched by `outer`.
@@ -42,10 +45,12 @@ class DerivedRules {
   struct Filesystem {
     std::vector<std::string> denyRead;          // real paths: named ones and glob matches
     std::vector<std::string> denyReadPatterns;  // globs as written, kept for audit
-    std::vector<std::string> allowRead;         // real paths carved out of denied trees
+    std::vector<std::string> allowRead;         // real paths carved out of denied trees (and glob matches)
+    std::vector<std::string> allowReadPatterns;  // globs as written, kept for audit
     std::vector<std::string> allowWrite;        // real paths of the user's writable trees
     std::vector<std::string> defaultWrite;      // /dev/null, /dev/tty, ..., TMPDIR
-    std::vector<std::string> denyWrite;         // the user's own write denies
+    std::vector<std::string> denyWrite;         // the user's own write denies (and glob matches)
+    std::vector<std::string> denyWritePatterns;  // globs as written: their matches when derived are in denyWrite
     std::vector<std::string> mandatoryDenyWrite;  // rc files, .git/hooks, ... under writable trees
     bool operator==(const Filesystem&) const = default;
   };
@@ -53,7 +58,10 @@ class DerivedRules {
     std::vector<DomainRule> allowedDomains;
     std::vector<DomainRule> deniedDomains;
     std::vector<std::string> allowUnixSockets;  // real paths
+    bool allowAllUnixSockets = false;
     bool allowLocalBinding = false;
+    // socket(AF_UNIX) is allowed: every socket, or some (which cannot be told apart).
+    bool unixSocketsAllowed() const noexcept { return allowAllUnixSockets || !allowUnixSockets.empty(); }
     bool operator==(const Network&) const = default;
   };
 

@@ -45,6 +45,17 @@ std::uint64_t namespaceCloneFlags(bool withCgroup) noexcept {
 
 bool cgroupNamespaceAvailable() noexcept { return ::access("/proc/self/ns/cgroup", F_OK) == 0; }
 
+bool insideStockadeSandbox() noexcept {
+  int fd = ::open("/proc/1/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char comm[32] = {};
+  ssize_t n = ::read(fd, comm, sizeof comm - 1);
+  ::close(fd);
+  constexpr std::size_t kLength = sizeof kSandboxInitName - 1;
+  return n == static_cast<ssize_t>(kLength + 1) && std::memcmp(comm, kSandboxInitName, kLength) == 0 &&
+         comm[kLength] == '\n';
+}
+
 bool writeIdMaps(uid_t uid, gid_t gid, ChildError& error) noexcept {
   ChildError line;
   line.number(uid).add(" ").number(uid).add(" 1\n");

@@ -39,7 +39,8 @@ namespace {
 
 using Op = SeccompArg::Op;
 
-// When a row applies, by the policy's network.allowUnixSockets.
+// When a row applies, by whether the policy allows unix sockets (network.allowUnixSockets
+// not empty, or network.allowAllUnixSockets).
 enum class Unix : std::uint8_t {
   kEither,       // whatever the policy says
   kWhenAllowed,  // only when the policy allows unix sockets
@@ -210,15 +211,15 @@ constexpr SocketAllow kSocketAllows[] = {
      "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex)"},
     {"socket", AF_NETLINK, SOCK_DGRAM, {NETLINK_ROUTE, NETLINK_ROUTE}, Unix::kEither,
      "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex)"},
-    {"socket", AF_UNIX, SOCK_STREAM, {0, 0}, Unix::kWhenAllowed, "network.allowUnixSockets is not empty"},
-    {"socket", AF_UNIX, SOCK_SEQPACKET, {0, 0}, Unix::kWhenAllowed, "network.allowUnixSockets is not empty"},
-    {"socket", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed, "network.allowUnixSockets is not empty"},
+    {"socket", AF_UNIX, SOCK_STREAM, {0, 0}, Unix::kWhenAllowed, "the policy allows unix sockets"},
+    {"socket", AF_UNIX, SOCK_SEQPACKET, {0, 0}, Unix::kWhenAllowed, "the policy allows unix sockets"},
+    {"socket", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed, "the policy allows unix sockets"},
     {"socketpair", AF_UNIX, SOCK_STREAM, {0, 0}, Unix::kEither,
      "a connected pair reaches only its own other end"},
     {"socketpair", AF_UNIX, SOCK_SEQPACKET, {0, 0}, Unix::kEither,
      "a connected pair reaches only its own other end"},
     {"socketpair", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed,
-     "a datagram pair can also sendto() any unix socket it can see: only with network.allowUnixSockets"},
+     "a datagram pair can also sendto() any unix socket it can see: only when the policy allows unix sockets"},
 };
 
 // Bits of a socket type argument that are flags, not the type.

@@ -377,7 +377,7 @@ void forwardSignal(int sig) noexcept {
 // itself and exits.
 [[noreturn]] void childMain(const ChildPlan& plan) noexcept {
   ChildError error;
-  ::prctl(PR_SET_NAME, "stockade-init", 0, 0, 0);  // also while it waits for its program
+  ::prctl(PR_SET_NAME, kSandboxInitName, 0, 0, 0);  // also while it waits for its program
 
   // Signals: dispositions the parent ignored would survive exec, and the
   // parent blocked everything around clone; start the program clean.
@@ -647,7 +647,8 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts,
   }
   probeLimits(rules, mounts, cgroups, r);
   if (mounts.userCounters.degradation) r.degradations.push_back(*mounts.userCounters.degradation);
-  if (!rules.network().allowUnixSockets.empty())
+  // allowAllUnixSockets asks for exactly what seccomp then allows; a list of paths asks for less.
+  if (!rules.network().allowUnixSockets.empty() && !rules.network().allowAllUnixSockets)
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
   for (const auto& p : mounts.uncoverableDenyWrite)
@@ -779,7 +780,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.proxyPort = request.proxyPort;
   plan.mounts = &sandbox.mounts_;
   plan.landlock = &landlock;
-  plan.seccomp = &seccompProgram({.allowUnixSockets = !request.rules.network().allowUnixSockets.empty(),
+  plan.seccomp = &seccompProgram({.allowUnixSockets = request.rules.network().unixSocketsAllowed(),
                                   .limitFileSize = limits.fileSizeBytes != 0});
   // The rlimits stand in for a cgroup only where none is usable (a degradation says so).
   const auto& shares = sandbox.mounts_.userCounters;

@@ -47,4 +47,13 @@ std::string printable(std::string_view bytes) {
   return out;
 }
 
+nlohmann::json policyNotes(const SandboxPolicy& policy) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& n : policy.notes())
+    out.push_back({{"kind", n.kind == PolicyNote::Kind::kNotApplicable ? "not-applicable" : "stronger"},
+                   {"path", n.path},
+                   {"why", n.why}});
+  return out;
+}
+
 }  // namespace stockade::audit

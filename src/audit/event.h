@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "stockade/policy.h"
+
 namespace stockade::audit {
 
 using Clock = std::chrono::system_clock;
@@ -30,5 +32,10 @@ std::string line(std::string_view event, nlohmann::json fields, Clock::time_poin
 // byte outside printable ASCII (and the quote and backslash) escaped as \xNN.
 // Use it for every value a child could have chosen.
 std::string printable(std::string_view bytes);
+
+// A policy's sandbox-runtime notes (PolicyNote), as the audit events and
+// `stockade policy check --json` give them: [{"kind", "path", "why"}], kind
+// "not-applicable" or "stronger".
+nlohmann::json policyNotes(const SandboxPolicy& policy);
 
 }  // namespace stockade::audit

@@ -25,6 +25,10 @@ std::variant<ParsedArgs, std::string> parseArgs(const std::vector<std::string>& 
       out.rest.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
+    if (arg == "-h") {
+      out.flags["help"].push_back("");
+      continue;
+    }
     if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {
       auto spec = std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.shortName == arg[1]; });
       if (spec == specs.end()) return "unknown option \"" + arg + "\"; see --help";

@@ -27,7 +27,7 @@ struct ParsedArgs {
   const std::vector<std::string>& values(const std::string& name) const;
 };
 
-// --help is always accepted. The error names the offending argument.
+// --help (and -h) is always accepted. The error names the offending argument.
 std::variant<ParsedArgs, std::string> parseArgs(const std::vector<std::string>& args,
                                                 const std::vector<FlagSpec>& specs);
 

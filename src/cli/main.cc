@@ -4,42 +4,48 @@
 
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/help.h"
 #include "src/cli/output.h"
 #include "stockade/version.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: stockade COMMAND [ARGS]
-
-Commands:
-  run     run a program under a policy (stockade run --help)
-  policy  check, derive, compare and diff policies (stockade policy --help)
-
-Options:
-  --help     show this help
-  --version  print the version
-)";
+// `stockade help [TOPIC...]`: "help", "help run", "help policy check".
+int helpCommand(const std::vector<std::string>& topic) {
+  std::string name;
+  for (const auto& word : topic) name += (name.empty() ? "" : " ") + word;
+  if (name.empty()) {
+    stockade::cli::printOut(stockade::cli::mainUsage());
+    return stockade::cli::kExitOk;
+  }
+  if (const auto* t = stockade::cli::findHelpTopic(name)) {
+    stockade::cli::printOut(stockade::cli::helpText(*t));
+    return stockade::cli::kExitOk;
+  }
+  std::string topics;
+  for (const auto& t : stockade::cli::helpTopics()) topics += (topics.empty() ? "" : ", ") + std::string(t.command);
+  stockade::cli::printErr("stockade: no help for \"" + name + "\"; topics: " + topics + "\n");
+  return stockade::cli::kExitUsage;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    stockade::cli::printErr(kUsage);
+    stockade::cli::printErr(stockade::cli::mainUsage());
     return stockade::cli::kExitUsage;
   }
   const std::string command = args.front();
   std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (command == "--help" || command == "-h" || command == "help") {
-    stockade::cli::printOut(kUsage);
-    return stockade::cli::kExitOk;
-  }
+  if (command == "--help" || command == "-h") return helpCommand({});
+  if (command == "help") return helpCommand(rest);
   if (command == "--version") {
     stockade::cli::printOut("stockade " + std::string(stockade::version()) + "\n");
     return stockade::cli::kExitOk;
   }
   if (command == "policy") return stockade::cli::policyCommand(rest);
   if (command == "run") return stockade::cli::runCommand(rest);
-  stockade::cli::printErr("stockade: unknown command \"" + command + "\"\n" + kUsage);
+  stockade::cli::printErr("stockade: unknown command \"" + command + "\"; see stockade --help\n");
   return stockade::cli::kExitUsage;
 }

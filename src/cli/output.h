@@ -9,5 +9,8 @@ namespace stockade::cli {
 
 void printOut(std::string_view text);  // stdout (buffered, flushed at exit)
 void printErr(std::string_view text);  // stderr
+// Each line of `text` on stderr with `prefix` before it ("stockade run: "),
+// so a message of several lines reads as stockade's, line by line.
+void printErrLines(std::string_view prefix, std::string_view text);
 
 }  // namespace stockade::cli

@@ -1,9 +1,12 @@
 // `stockade policy check|derive|narrower|diff`: thin wrappers over the
 // policy engine. Exit codes: 0 ok, 2 invalid input, 3 candidate widens.
+// With --json every outcome, errors included, is one JSON object on stdout.
 #include <nlohmann/json.hpp>
 
+#include "src/audit/event.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/help.h"
 #include "src/cli/output.h"
 #include "src/cli/policy_file.h"
 #include "stockade/rules.h"
@@ -12,128 +15,163 @@ namespace stockade::cli {
 namespace {
 
 constexpr int kExitWidens = 3;
+constexpr std::string_view kPrefix = "stockade policy: ";
 
-constexpr const char* kPolicyUsage = R"(usage: stockade policy SUBCOMMAND ...
+using nlohmann::json;
 
-  check FILE                       exit 0 when FILE is a valid policy, 2 with the error when not
-  derive FILE [--cwd DIR]          print the DerivedRules, their fingerprint and where each
-                                   field came from ("sources": "file" or "default") as JSON
-  narrower BASE CANDIDATE [--cwd DIR]
-                                   exit 0 when CANDIDATE is a narrowing of BASE,
-                                   3 when it widens (stderr names the axis and entry)
-  diff A B [--cwd DIR]             print the per-axis difference of the derived rules as JSON
-
-FILE may be "-" for standard input. A section or field FILE leaves out takes
-the bundled default policy's value; an explicit value, [] included, replaces it.
-Relative paths in a policy resolve against --cwd (default: the current
-directory); "~" against $HOME.
-)";
-
+// A problem with the input: a file that cannot be used, or a bad flag.
 struct Failure {
-  std::string message;
+  std::string file;  // empty: not about a file
+  PolicyError error;
 };
 
-SandboxPolicy loadPolicy(const std::string& path) {
-  auto loaded = loadPolicyFile(path);
-  if (auto* err = std::get_if<std::string>(&loaded)) throw Failure{*err};
-  return std::get<SandboxPolicy>(std::move(loaded));
-}
-
-DerivedRules deriveOrFail(const std::string& path, const SandboxPolicy& policy, const DeriveContext& ctx) {
-  auto derived = derive(policy, ctx);
-  if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{path + ": " + err->text()};
-  return std::get<DerivedRules>(std::move(derived));
-}
-
-DerivedRules deriveFile(const std::string& path, const DeriveContext& ctx) {
-  return deriveOrFail(path, loadPolicy(path), ctx);
+json problemsJson(const PolicyError& e) {
+  json out = json::array();
+  out.push_back({{"path", e.path}, {"message", e.message}});
+  for (const auto& m : e.more) out.push_back({{"path", m.path}, {"message", m.message}});
+  return out;
 }
 
 // Where each field's value came from: "file", or "default" (policy/default.json)
 // for a field the file left out.
-nlohmann::json sourcesJson(const SandboxPolicy& policy) {
-  nlohmann::json out = nlohmann::json::object();
+json sourcesJson(const SandboxPolicy& policy) {
+  json out = json::object();
   for (PolicyField f : kAllPolicyFields)
     out[std::string(policyFieldPath(f))] = policy.source(f) == ValueSource::kGiven ? "file" : "default";
   return out;
 }
 
-DeriveContext contextFrom(const ParsedArgs& args) {
-  DeriveContext ctx = currentContext();
-  if (auto cwd = args.value("cwd")) {
-    if (cwd->empty() || cwd->front() != '/') throw Failure{"--cwd \"" + *cwd + "\" must be an absolute path"};
-    ctx.cwd = *cwd;
+class PolicyCommand {
+ public:
+  PolicyCommand(std::string sub, const ParsedArgs& args) : sub_(std::move(sub)), args_(args), json_(args.has("json")) {}
+
+  int run() {
+    try {
+      const auto& files = args_.positionals;
+      DeriveContext ctx = context();
+      if (sub_ == "check") return check(files[0], ctx);
+      if (sub_ == "derive") return deriveCommand(files[0], ctx);
+      if (sub_ == "narrower") return narrower(files[0], files[1], ctx);
+      printOut(diff(rules(files[0], ctx), rules(files[1], ctx)).toJson() + "\n");
+      return kExitOk;
+    } catch (const Failure& f) {
+      if (json_) {
+        json out = {{"valid", false}, {"problems", problemsJson(f.error)}};
+        if (!f.file.empty()) out["file"] = f.file;
+        printOut(out.dump(2) + "\n");
+      } else {
+        printErrLines(std::string(kPrefix) + sub_ + ": ",
+                      f.file.empty() ? f.error.text() : PolicyFileError{f.file, f.error}.lines());
+      }
+      return kExitUsage;
+    }
   }
-  return ctx;
-}
+
+ private:
+  DeriveContext context() const {
+    DeriveContext ctx = currentContext();
+    if (auto cwd = args_.value("cwd")) {
+      if (cwd->empty() || cwd->front() != '/')
+        throw Failure{"", {"--cwd", "\"" + *cwd + "\" must be an absolute path", {}}};
+      ctx.cwd = *cwd;
+    }
+    return ctx;
+  }
+
+  SandboxPolicy load(const std::string& path) {
+    auto loaded = loadPolicyFile(path);
+    if (auto* err = std::get_if<PolicyFileError>(&loaded)) throw Failure{err->file, std::move(err->error)};
+    auto policy = std::get<SandboxPolicy>(std::move(loaded));
+    if (!json_)
+      for (const auto& line : policyNoteLines(path, policy)) printErr("stockade: " + line + "\n");
+    return policy;
+  }
+
+  DerivedRules rules(const std::string& path, const SandboxPolicy& policy, const DeriveContext& ctx) {
+    auto derived = derive(policy, ctx);
+    if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{path, std::move(*err)};
+    return std::get<DerivedRules>(std::move(derived));
+  }
+  DerivedRules rules(const std::string& path, const DeriveContext& ctx) { return rules(path, load(path), ctx); }
+
+  // Parses and derives, as `stockade run` would: a file that passes check
+  // does not fail at run for what it says.
+  int check(const std::string& path, const DeriveContext& ctx) {
+    SandboxPolicy policy = load(path);
+    DerivedRules derived = rules(path, policy, ctx);
+    if (json_) {
+      printOut(json{{"file", path}, {"valid", true}, {"problems", json::array()}, {"notes", audit::policyNotes(policy)},
+                    {"fingerprint", derived.fingerprint()}}
+                   .dump(2) +
+               "\n");
+    } else {
+      printOut(path + ": valid\n");
+    }
+    return kExitOk;
+  }
+
+  int deriveCommand(const std::string& path, const DeriveContext& ctx) {
+    SandboxPolicy policy = load(path);
+    DerivedRules derived = rules(path, policy, ctx);
+    json out = {{"fingerprint", derived.fingerprint()}, {"rules", json::parse(derived.toJson())},
+                {"sources", sourcesJson(policy)}};
+    printOut(out.dump(2) + "\n");
+    return kExitOk;
+  }
+
+  int narrower(const std::string& basePath, const std::string& candidatePath, const DeriveContext& ctx) {
+    DerivedRules base = rules(basePath, ctx);
+    DerivedRules candidate = rules(candidatePath, ctx);
+    auto w = narrowing(base, candidate);
+    if (json_) {
+      json out = {{"base", basePath}, {"candidate", candidatePath}, {"narrower", !w.has_value()}};
+      out["widening"] = w ? json{{"axis", w->axis}, {"entry", w->entry}, {"message", w->message}} : json(nullptr);
+      printOut(out.dump(2) + "\n");
+    } else if (w) {
+      printErr(std::string(kPrefix) + "narrower: " + candidatePath + " widens " + basePath + ": " + w->message + "\n");
+    } else {
+      printOut(candidatePath + " is a narrowing of " + basePath + "\n");
+    }
+    return w ? kExitWidens : kExitOk;
+  }
+
+  std::string sub_;
+  const ParsedArgs& args_;
+  bool json_;
+};
 
 int usageError(const std::string& message) {
-  printErr("stockade policy: " + message + "\n");
+  printErr(std::string(kPrefix) + message + "\n");
   return kExitUsage;
 }
 
 }  // namespace
 
 int policyCommand(const std::vector<std::string>& args) {
-  if (args.empty() || args.front() == "--help" || args.front() == "-h") {
-    (args.empty() ? printErr : printOut)(kPolicyUsage);
-    return args.empty() ? kExitUsage : kExitOk;
+  const HelpTopic& overview = *findHelpTopic("policy");
+  if (args.empty()) {
+    printErr(helpText(overview));
+    return kExitUsage;
+  }
+  if (args.front() == "--help" || args.front() == "-h") {
+    printOut(helpText(overview));
+    return kExitOk;
   }
   const std::string sub = args.front();
-  struct Shape {
-    const char* name;
-    std::size_t files;
-    bool cwd;
-  };
-  static const Shape kShapes[] = {{"check", 1, false}, {"derive", 1, true}, {"narrower", 2, true}, {"diff", 2, true}};
-  const Shape* shape = nullptr;
-  for (const auto& s : kShapes) shape = sub == s.name ? &s : shape;
-  if (!shape) return usageError("unknown subcommand \"" + sub + "\"; see stockade policy --help");
-
-  std::vector<FlagSpec> specs;
-  if (shape->cwd) specs.push_back({"cwd"});
-  auto parsed = parseArgs({args.begin() + 1, args.end()}, specs);
+  const HelpTopic* topic = sub.starts_with("-") ? nullptr : findHelpTopic("policy " + sub);
+  if (!topic) return usageError("unknown subcommand \"" + sub + "\"; see stockade policy --help");
+  auto parsed = parseArgs({args.begin() + 1, args.end()}, flagSpecs(*topic));
   if (auto* err = std::get_if<std::string>(&parsed)) return usageError(sub + ": " + *err);
   const auto& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    printOut(kPolicyUsage);
+    printOut(helpText(*topic));
     return kExitOk;
   }
-  if (a.positionals.size() != shape->files || !a.rest.empty())
-    return usageError(sub + ": expected " + std::to_string(shape->files) + " policy file(s); see --help");
-
-  try {
-    const auto& files = a.positionals;
-    if (sub == "check") {
-      loadPolicy(files[0]);
-      printOut(files[0] + ": valid\n");
-      return kExitOk;
-    }
-    DeriveContext ctx = contextFrom(a);
-    if (sub == "derive") {
-      SandboxPolicy policy = loadPolicy(files[0]);
-      DerivedRules rules = deriveOrFail(files[0], policy, ctx);
-      nlohmann::json out = {{"fingerprint", rules.fingerprint()},
-                            {"rules", nlohmann::json::parse(rules.toJson())},
-                            {"sources", sourcesJson(policy)}};
-      printOut(out.dump(2) + "\n");
-      return kExitOk;
-    }
-    DerivedRules first = deriveFile(files[0], ctx);
-    DerivedRules second = deriveFile(files[1], ctx);
-    if (sub == "narrower") {
-      if (auto w = narrowing(first, second)) {
-        printErr("stockade policy narrower: " + files[1] + " widens " + files[0] + ": " + w->message + "\n");
-        return kExitWidens;
-      }
-      printOut(files[1] + " is a narrowing of " + files[0] + "\n");
-      return kExitOk;
-    }
-    printOut(diff(first, second).toJson() + "\n");
-    return kExitOk;
-  } catch (const Failure& f) {
-    return usageError(sub + ": " + f.message);
-  }
+  const std::size_t files = sub == "narrower" || sub == "diff" ? 2 : 1;
+  if (a.positionals.size() != files || !a.rest.empty())
+    return usageError(sub + ": expected " + std::to_string(files) + " policy file" + (files == 1 ? "" : "s") +
+                      "; usage: stockade policy " + sub + " " + std::string(topic->synopsis));
+  return PolicyCommand(sub, a).run();
 }
 
 }  // namespace stockade::cli

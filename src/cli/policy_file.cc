@@ -27,22 +27,42 @@ bool readAll(int fd, std::string& text) {
 
 }  // namespace
 
-std::variant<SandboxPolicy, std::string> loadPolicyFile(const std::string& path) {
+std::string PolicyFileError::lines() const {
+  std::string out = file + ": " + error.first();
+  for (const auto& more : error.more) out += "\n" + file + ": " + more.first();
+  return out;
+}
+
+std::variant<SandboxPolicy, PolicyFileError> loadPolicyFile(const std::string& path) {
+  auto failed = [&](std::string message) { return PolicyFileError{path, {"", std::move(message), {}}}; };
   std::string text;
   if (path == "-") {
-    if (!readAll(STDIN_FILENO, text)) return path + ": cannot read: " + std::strerror(errno);
+    if (!readAll(STDIN_FILENO, text)) return failed(std::string("cannot read: ") + std::strerror(errno));
   } else {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return path + ": cannot read: " + std::strerror(errno);
+    if (fd < 0) return failed(std::string("cannot read: ") + std::strerror(errno));
     bool ok = readAll(fd, text);
     int saved = errno;
     ::close(fd);
-    if (!ok) return path + ": cannot read: " + std::strerror(saved);
+    if (!ok) return failed(std::string("cannot read: ") + std::strerror(saved));
   }
-  if (text.size() > kLimit) return path + ": policy is larger than 1 MiB";
+  if (text.size() > kLimit) return failed("policy is larger than 1 MiB");
   auto parsed = SandboxPolicy::parse(text);
-  if (auto* err = std::get_if<PolicyError>(&parsed)) return path + ": " + err->text();
+  if (auto* err = std::get_if<PolicyError>(&parsed)) return PolicyFileError{path, std::move(*err)};
   return std::get<SandboxPolicy>(std::move(parsed));
+}
+
+std::vector<std::string> policyNoteLines(const std::string& path, const SandboxPolicy& policy) {
+  std::string ignored, stronger;
+  for (const auto& n : policy.notes()) {
+    std::string& list = n.kind == PolicyNote::Kind::kNotApplicable ? ignored : stronger;
+    list += (list.empty() ? "" : "; ") + n.path + " (" + n.why + ")";
+  }
+  std::vector<std::string> out;
+  if (!ignored.empty())
+    out.push_back("warning: " + path + ": sandbox-runtime settings that do not apply to stockade, ignored: " + ignored);
+  if (!stronger.empty()) out.push_back("note: " + path + ": enforced more strictly than asked: " + stronger);
+  return out;
 }
 
 }  // namespace stockade::cli

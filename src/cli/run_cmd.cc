@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "platform/linux/namespaces.h"
 #include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
 #include "src/audit/file_sink.h"
@@ -25,6 +26,7 @@
 #include "src/process/foreground.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
+#include "src/cli/help.h"
 #include "src/cli/output.h"
 #include "src/cli/policy_file.h"
 #include "stockade/rules.h"
@@ -39,58 +41,43 @@ constexpr int kExitStockadeFailed = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
 
-constexpr const char* kRunUsage = R"(usage: stockade run [--policy FILE] [--cwd DIR] [--env NAME=VALUE]...
-                    [--timeout-ms N] [--resolve HOST=ADDR]... [--audit FILE]
-                    [--audit-max-events N] [-t|-T]
-                    -- PROGRAM [ARG...]
-
-Runs PROGRAM under the policy (default: the bundled default policy) with
-namespaces, read-only mounts and masks, Landlock and seccomp.
-
-  --policy FILE       policy JSON (see `stockade policy --help`)
-  --cwd DIR           working directory (default: the current one); relative
-                      policy paths resolve against it
-  --env NAME=VALUE    set a variable after the policy's env.allow names
-  --timeout-ms N      kill the child's whole process tree after N ms (exit 124)
-  --resolve HOST=ADDR map HOST to the IP address ADDR for the proxy
-  --audit FILE        append one JSON line per enforcement event; FILE must
-                      lie outside every writable path of the policy, and is
-                      never followed through a symlink
-  -t, --tty           give the program a fresh pseudo-terminal, relayed to
-                      this one (the default when stdin and stdout are
-                      terminals): raw mode here, restored at the end; window
-                      size changes are passed on
-  -T, --no-tty        no pseudo-terminal: the program gets stdin, stdout and
-                      stderr as they are; a terminal among them has its
-                      attributes restored at the end, and the terminal
-                      ioctls whose effect outlives the program are refused
-  --audit-max-events N  write at most N events for this run (default 10000,
-                      0: no cap); repeats of one decision are counted, and
-                      the events dropped past the cap are counted at the end
-
-Exit status: the child's; 128+N when it died of signal N; 124 timeout;
-125 stockade failed; 126 not executable; 127 not found.
-)";
-
 struct Failure {
   std::string message;
 };
 
 struct RunOptions {
-  std::optional<std::string> policyFile;
+  std::optional<std::string> policyFile;  // --policy or --settings (or ~/.srt-settings.json)
   std::string cwd;
   std::map<std::string, std::string> env;
   std::optional<std::chrono::milliseconds> timeout;
   std::map<std::string, std::string> resolve;
   std::optional<std::string> auditFile;
+  bool quiet = false;   // warnings and notes only to the audit log
+  bool strict = false;  // a degradation refuses the run
   std::size_t auditMaxEvents = audit::Limits{}.maxEventsPerSandbox;
   enum class Terminal { kAuto, kPty, kNone } terminal = Terminal::kAuto;
   std::vector<std::string> argv;
 };
 
+// The largest --timeout-ms: far beyond any run, and far from overflowing the
+// steady clock's nanoseconds when added to now().
+constexpr long long kMaxTimeoutMs = 1'000'000'000'000;  // about 31 years
+
+// sandbox-runtime's settings file, read when no policy is named.
+std::optional<std::string> defaultSettingsFile() {
+  const std::string home = currentContext().home;
+  if (home.empty()) return std::nullopt;
+  std::string path = home + "/.srt-settings.json";
+  if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
+  return path;
+}
+
 RunOptions parseRunOptions(const ParsedArgs& args) {
   RunOptions o;
-  o.policyFile = args.value("policy");
+  if (args.has("policy") && args.has("settings"))
+    throw Failure{"--policy and --settings name the same thing; give one of them"};
+  o.policyFile = args.has("settings") ? args.value("settings") : args.value("policy");
+  if (!o.policyFile) o.policyFile = defaultSettingsFile();
   if (auto cwd = args.value("cwd")) {
     char* real = ::realpath(cwd->c_str(), nullptr);
     if (!real) throw Failure{"--cwd \"" + *cwd + "\": " + std::strerror(errno)};
@@ -103,28 +90,38 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
   }
   for (const auto& e : args.values("env")) {
     auto eq = e.find('=');
-    if (eq == std::string::npos) throw Failure{"--env \"" + e + "\": expected NAME=VALUE"};
-    if (auto problem = overlayNameProblem(e.substr(0, eq)); !problem.empty()) throw Failure{"--env: " + problem};
+    if (eq == std::string::npos) throw Failure{"--env \"" + e + "\": expected NAME=VALUE, such as --env LANG=C.UTF-8"};
+    if (auto problem = overlayNameProblem(e.substr(0, eq), ProxyVariables::kNotSet); !problem.empty())
+      throw Failure{"--env: " + problem};
     o.env[e.substr(0, eq)] = e.substr(eq + 1);
   }
   if (auto t = args.value("timeout-ms")) {
     long long ms = 0;
     auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), ms);
+    bool digits = !t->empty() && t->find_first_not_of("0123456789") == std::string::npos;
+    if (digits && (ec == std::errc::result_out_of_range || ms > kMaxTimeoutMs))
+      throw Failure{"--timeout-ms \"" + *t + "\": more than " + std::to_string(kMaxTimeoutMs) +
+                    " ms (about 31 years), the largest timeout; give fewer milliseconds, or no --timeout-ms for none"};
     if (ec != std::errc() || end != t->data() + t->size() || ms <= 0)
-      throw Failure{"--timeout-ms \"" + *t + "\": expected a positive number of milliseconds"};
+      throw Failure{"--timeout-ms \"" + *t + "\": expected a whole number of milliseconds from 1, such as 5000"};
     o.timeout = std::chrono::milliseconds(ms);
   }
   for (const auto& r : args.values("resolve")) {
     auto eq = r.find('=');
-    std::string host = eq == std::string::npos ? r : r.substr(0, eq);
-    std::string addr = eq == std::string::npos ? "" : r.substr(eq + 1);
-    if (auto problem = process::resolveProblem(host, addr)) throw Failure{"--resolve " + *problem};
+    if (eq == std::string::npos)
+      throw Failure{"--resolve \"" + r + "\": expected HOST=ADDR, such as --resolve " +
+                    (process::resolveProblem(r, "127.0.0.1") ? std::string("origin.test") : r) + "=127.0.0.1"};
+    std::string host = r.substr(0, eq);
+    std::string addr = r.substr(eq + 1);
+    if (auto problem = process::resolveProblem(host, addr)) throw Failure{"--resolve \"" + r + "\": " + *problem};
     o.resolve[host] = addr;
   }
   if (args.has("tty") && args.has("no-tty")) throw Failure{"-t and -T contradict each other; pass one"};
   if (args.has("tty")) o.terminal = RunOptions::Terminal::kPty;
   if (args.has("no-tty")) o.terminal = RunOptions::Terminal::kNone;
   o.auditFile = args.value("audit");
+  o.quiet = args.has("quiet");
+  o.strict = args.has("strict");
   if (auto n = args.value("audit-max-events")) {
     std::size_t count = 0;
     auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), count);
@@ -169,12 +166,25 @@ int execFailureCode(const platform::SpawnError& e) {
 }
 
 int run(const RunOptions& o) {
+  // Inside a sandbox the seccomp filter refuses the namespaces a sandbox is
+  // made of: say so, rather than fail at clone3() with EPERM.
+  if (platform::insideStockadeSandbox())
+    throw Failure{"nested sandboxes are not supported: this runs inside a stockade sandbox already, whose seccomp "
+                  "filter refuses the user, mount and pid namespaces a sandbox is made of (an inner sandbox could "
+                  "only be weaker than the one it is in); run the program directly, it is sandboxed, or start "
+                  "stockade outside the sandbox"};
   auto policy = [&]() -> SandboxPolicy {
     if (!o.policyFile) return SandboxPolicy::defaults();
     auto loaded = loadPolicyFile(*o.policyFile);
-    if (auto* err = std::get_if<std::string>(&loaded)) throw Failure{"--policy " + *err};
+    if (auto* err = std::get_if<PolicyFileError>(&loaded)) throw Failure{err->lines()};
     return std::get<SandboxPolicy>(std::move(loaded));
   }();
+  // stockade's own warnings and notes: on stderr unless --quiet.
+  auto diagnostic = [&o](const std::string& line) {
+    if (!o.quiet) printErr(line + "\n");
+  };
+  if (o.policyFile)
+    for (const auto& line : policyNoteLines(*o.policyFile, policy)) diagnostic("stockade: " + line);
   DeriveContext context = currentContext();
   context.cwd = o.cwd;
   context.tmpdir = "/tmp";
@@ -206,9 +216,13 @@ int run(const RunOptions& o) {
     const std::string& id;
     ~CloseAudit() { log.closeSandbox(id); }
   } closeAudit{runtime.audit, sandboxId};
+  if (o.policyFile && !policy.notes().empty())  // the notes, also when --quiet keeps them off stderr
+    runtime.audit.write("policy_notes",
+                        {{"sandboxId", sandboxId}, {"file", *o.policyFile}, {"notes", audit::policyNotes(policy)}});
 
   std::optional<std::uint16_t> proxyPort;
   if (!rules.network().allowedDomains.empty()) proxyPort = kSandboxProxyPort;
+  if (auto problem = overlayProxyProblem(o.env, proxyPort); !problem.empty()) throw Failure{"--env: " + problem};
   auto outcome = process::runForeground(
       runtime,
       process::ForegroundRequest{.rules = rules,
@@ -217,23 +231,24 @@ int run(const RunOptions& o) {
                                  .resolve = o.resolve,
                                  .sandboxId = sandboxId,
                                  .signalFd = signals.get(),
-                                 .pty = pty ? std::optional(terminalSize()) : std::nullopt},
-      [](const process::ForegroundStarted& started) {
-        for (const auto& d : started.enforcement.degradations)
-          printErr("stockade: warning: weaker enforcement: " + d + "\n");
+                                 .pty = pty ? std::optional(terminalSize()) : std::nullopt,
+                                 .onMissingLayer = o.strict ? platform::OnMissingLayer::kRefuse
+                                                            : platform::OnMissingLayer::kRunAndReport},
+      [&](const process::ForegroundStarted& started) {
+        for (const auto& d : started.enforcement.degradations) diagnostic("stockade: warning: weaker enforcement: " + d);
       });
   if (auto* e = std::get_if<platform::SpawnError>(&outcome)) {
     int code = execFailureCode(*e);
     if (code == kExitNotFound) printErr("stockade run: " + o.argv[0] + ": not found (" + e->message() + ")\n");
     else if (code == kExitNotExecutable) printErr("stockade run: " + o.argv[0] + ": cannot execute (" + e->message() + ")\n");
-    else printErr("stockade run: " + e->message() + "\n");
+    else printErr("stockade run: " + e->message() + (o.strict ? " (--strict)" : "") + "\n");
     return code;
   }
   const auto& [ending, signal] = std::get<process::ForegroundOutcome>(outcome);
   if (signal) return 128 + *signal;
   switch (ending.cause) {
     case process::Ending::Cause::kTimedOut:
-      printErr("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox\n");
+      diagnostic("stockade run: timed out after " + std::to_string(o.timeout->count()) + " ms; killed the sandbox");
       return kExitTimeout;
     case process::Ending::Cause::kFailed:
       throw Failure{ending.error};
@@ -243,36 +258,29 @@ int run(const RunOptions& o) {
       break;
   }
   if (ending.status.limit)
-    printErr("stockade run: " + limitMessage(ending.status, rules.limits()) +
-             (ending.cause == process::Ending::Cause::kLimit ? "; killed the sandbox\n" : "\n"));
+    diagnostic("stockade run: " + limitMessage(ending.status, rules.limits()) +
+               (ending.cause == process::Ending::Cause::kLimit ? "; killed the sandbox" : ""));
   return ending.status.shellCode();
 }
 
 }  // namespace
 
 int runCommand(const std::vector<std::string>& args) {
-  auto parsed = parseArgs(args, {{"policy"},
-                                 {"cwd"},
-                                 {"env", true, true},
-                                 {"timeout-ms"},
-                                 {"resolve", true, true},
-                                 {"audit"},
-                                 {"audit-max-events"},
-                                 {"tty", false, false, 't'},
-                                 {"no-tty", false, false, 'T'}});
+  const HelpTopic& topic = *findHelpTopic("run");
+  auto parsed = parseArgs(args, flagSpecs(topic));
   if (auto* err = std::get_if<std::string>(&parsed)) {
     printErr("stockade run: " + *err + "\n");
     return kExitStockadeFailed;
   }
   const auto& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    printOut(kRunUsage);
+    printOut(helpText(topic));
     return kExitOk;
   }
   try {
     return run(parseRunOptions(a));
   } catch (const Failure& f) {
-    printErr("stockade run: " + f.message + "\n");
+    printErrLines("stockade run: ", f.message);
     return kExitStockadeFailed;
   } catch (const std::exception& e) {
     printErr(std::string("stockade run: ") + e.what() + "\n");

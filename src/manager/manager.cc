@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/cgroup.h"
+#include "src/audit/event.h"
 #include "src/manager/manager_state.h"
 #include "src/process/service.h"
 
@@ -165,7 +166,9 @@ SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
     detail::applyNarrowing(s, policy, std::move(rules));
     Epoch epoch(s.generation, ++s.nextSerial);
     lock.unlock();
-    s.writeAudit("admit", {{"fingerprint", fingerprint}, {"epoch", epoch.text()}});
+    nlohmann::json admit = {{"fingerprint", fingerprint}, {"epoch", epoch.text()}};
+    if (!policy.notes().empty()) admit["notes"] = audit::policyNotes(policy);  // sandbox-runtime keys, never silently
+    s.writeAudit("admit", std::move(admit));
     return SandboxHandle(state_, epoch, /*adopted=*/false);
   }
   DerivedRules candidate = deriveOrThrow(policy, s.context, ErrorCode::kInvalidPolicy, "createSandbox()");

@@ -79,7 +79,8 @@ void validate(const RunOptions& o) {
   if (o.cwd.empty() || o.cwd.front() != '/')
     throw std::invalid_argument("run(): cwd \"" + o.cwd + "\" is not an absolute path");
   for (const auto& [name, value] : o.env) {
-    if (auto problem = overlayNameProblem(name); !problem.empty()) throw std::invalid_argument("run(): env " + problem);
+    if (auto problem = overlayNameProblem(name, ProxyVariables::kNotSet); !problem.empty())
+      throw std::invalid_argument("run(): env " + problem);
     if (value.find('\0') != std::string::npos) throw std::invalid_argument("run(): env \"" + name + "\" contains NUL");
   }
   for (const auto& a : o.argv)
@@ -219,6 +220,8 @@ Run SandboxHandle::run(RunOptions o) {
       {.id = runId, .correlationId = o.correlationId, .perCall = o.policy ? &*o.policy : nullptr, .spare = true});
   const std::optional<std::uint16_t> proxyPort =
       admitted.network ? std::optional<std::uint16_t>(kSandboxProxyPort) : std::nullopt;
+  if (auto problem = overlayProxyProblem(o.env, proxyPort); !problem.empty())
+    throw std::invalid_argument("run(): env " + problem);  // the admission's lease and spare are released
   platform::ProgramRequest program{o.argv, o.cwd, childEnvironment(admitted.rules, environ, o.env, proxyPort)};
 
   ProcessDto dto;

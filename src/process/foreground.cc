@@ -16,11 +16,12 @@ namespace stockade::process {
 
 std::optional<std::string> resolveProblem(const std::string& name, const std::string& address) {
   if (!policy::normaliseHostName(name) || policy::canonicalIp(name))
-    return audit::printable(name) + " is not a host name";
+    return audit::printable(name) + " is not a host name; give one such as origin.test";
   std::string bare = address.size() > 2 && address.front() == '[' && address.back() == ']'
                          ? address.substr(1, address.size() - 2)
                          : address;
-  if (!policy::canonicalIp(bare)) return audit::printable(address) + " is not an IPv4 or IPv6 address";
+  if (!policy::canonicalIp(bare))
+    return audit::printable(address) + " is not an IPv4 or IPv6 address, such as 127.0.0.1 or ::1";
   return std::nullopt;
 }
 
@@ -81,7 +82,7 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
                                                         .program = std::move(r.program),
                                                         .output = r.pty ? Output::kPty : Output::kInherit,
                                                         .stdin = StdinMode::kOpen,
-                                                        .onMissingLayer = platform::OnMissingLayer::kRunAndReport,
+                                                        .onMissingLayer = r.onMissingLayer,
                                                         .terminalSize = r.pty.value_or(platform::WindowSize{}),
                                                         .sandboxId = r.sandboxId,
                                                         .id = id,

@@ -31,6 +31,9 @@ struct ForegroundRequest {
   // restored). Unset: the child gets fds 0-2 as they are, and whichever of
   // them is a terminal has its attributes restored at the end.
   std::optional<platform::WindowSize> pty;
+  // A layer the kernel lacks: run and report it (the CLI's default), or
+  // refuse to spawn (`stockade run --strict`).
+  platform::OnMissingLayer onMissingLayer = platform::OnMissingLayer::kRunAndReport;
 };
 
 struct ForegroundOutcome {

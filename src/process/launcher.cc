@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "platform/linux/syscall_decode.h"
 #include "src/audit/limits_event.h"
 #include "src/child_env.h"
 
@@ -143,6 +144,9 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
     event["pid"] = d.pid;
     event["syscall"] = d.syscall;
     event["args"] = d.args;
+    nlohmann::json decoded = nlohmann::json::object();  // what the raw args mean, beside them
+    for (auto& [name, text] : platform::decodeArguments(d.syscall, d.args)) decoded[name] = std::move(text);
+    if (!decoded.empty()) event["decoded"] = std::move(decoded);
     event["error"] = strerrorname_np(d.error);
     audit.decision("denial", std::move(event), {"layer", "syscall", "args", "error"});
     if (next) next(d);

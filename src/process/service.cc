@@ -106,7 +106,8 @@ void validateStart(const ProcessCommand& command, const ProcessStartOptions& o) 
     throw std::invalid_argument("executionTimeout " + std::to_string(o.executionTimeout->count()) +
                                 " ms is not positive; omit it for no deadline");
   for (const auto& [name, value] : o.env) {
-    if (auto problem = overlayNameProblem(name); !problem.empty()) throw std::invalid_argument("env " + problem);
+    if (auto problem = overlayNameProblem(name, ProxyVariables::kNotSet); !problem.empty())
+      throw std::invalid_argument("env " + problem);
     if (value.find('\0') != std::string::npos) throw std::invalid_argument("env \"" + name + "\" contains NUL");
   }
 }
@@ -313,6 +314,10 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
   Admission& admitted = *admission;
   const std::optional<std::uint16_t> proxyPort =
       admitted.network ? std::optional<std::uint16_t>(kSandboxProxyPort) : std::nullopt;
+  if (auto problem = overlayProxyProblem(env, proxyPort); !problem.empty()) {
+    forget();
+    throw std::invalid_argument("env " + problem);
+  }
   platform::ProgramRequest program{argv, cwd, childEnvironment(admitted.rules, environ, env, proxyPort)};
 
   Watch watch;

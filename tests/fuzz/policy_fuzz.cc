@@ -38,8 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (policy->source(stockade::PolicyField::kDenyRead) == stockade::ValueSource::kGiven &&
       policy->filesystem().denyRead.size() > 8)
     return 0;
-  for (const auto& p : policy->filesystem().denyRead)  // one "*" at most: no walks of the whole tree
-    if (std::count(p.begin(), p.end(), '*') > 1) return 0;
+  const auto& fs = policy->filesystem();
+  if (fs.allowRead.size() > 8 || fs.denyWrite.size() > 8) return 0;
+  for (const auto* list : {&fs.denyRead, &fs.allowRead, &fs.denyWrite})  // one "*" at most: no walks of the whole tree
+    for (const auto& p : *list)
+      if (std::count(p.begin(), p.end(), '*') > 1) return 0;
   for (const auto& p : policy->filesystem().allowWrite)  // no mandatory-deny scan of a system tree
     if (p.front() == '/' && std::count(p.begin(), p.end(), '/') < 3) return 0;
   auto derived = stockade::derive(*policy, ctx);

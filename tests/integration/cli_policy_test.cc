@@ -79,7 +79,8 @@ TEST_F(CliPolicyTest, DeriveShowsWhereEachValueCameFromAndOmittedFieldsKeepTheDe
   EXPECT_EQ(j["sources"], nlohmann::json::parse(R"({
     "filesystem.denyRead": "default", "filesystem.allowRead": "default", "filesystem.allowWrite": "default",
     "filesystem.denyWrite": "default", "network.allowedDomains": "file", "network.deniedDomains": "default",
-    "network.allowUnixSockets": "default", "network.allowLocalBinding": "default", "env.allow": "file",
+    "network.allowUnixSockets": "default", "network.allowAllUnixSockets": "default",
+    "network.allowLocalBinding": "default", "env.allow": "file",
     "limits.memoryBytes": "default", "limits.pids": "default", "limits.cpuSeconds": "default",
     "limits.fileSizeBytes": "default"})"));
   // The default's values are in the rules: "." writable, /etc/shadow read-denied; env as given.

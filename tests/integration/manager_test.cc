@@ -195,6 +195,17 @@ TEST_F(ManagerTest, EpochsDieWithDisposeAndNewWorkIsRefused) {
   EXPECT_FALSE(again.isEpochLive(e));
 }
 
+// A sandbox-runtime key the library accepts is never silent: the admit
+// event names it.
+TEST_F(ManagerTest, TheAdmitEventCarriesThePolicysSandboxRuntimeNotes) {
+  create(policy(R"(,"allowAppleEvents":false,"mandatoryDenySearchDepth":3)"));
+  EXPECT_TRUE(auditedWhere([](const nlohmann::json& j) {
+    return j["event"] == "admit" && j["notes"] == nlohmann::json::parse(R"([
+      {"kind": "not-applicable", "path": "allowAppleEvents", "why": "macOS only"},
+      {"kind": "stronger", "path": "mandatoryDenySearchDepth", "why": "mandatory-deny names are protected at every depth"}])");
+  }));
+}
+
 TEST_F(ManagerTest, ASeccompDenialIsAuditedWithItsRunAndCountedAtExit) {
   SandboxHandle h = create(policy());
   // unshare(CLONE_NEWUSER) is in the seccomp table; the shell sees EPERM.
@@ -332,10 +343,24 @@ TEST_F(ManagerTest, EnvOverlayIsAdditiveButCannotSetProxyVariablesOrReservedName
   SandboxHandle h = create(policy());
   auto out = runSh(h, "echo \"$FOO|$STOCKADE_TEST_HOST_ONLY|$TMPDIR\"", std::nullopt, {{"FOO", "bar"}});
   EXPECT_EQ(out.out, "bar||/tmp\n") << "host variables outside env.allow never reach the child";
-  EXPECT_THROW(runSh(h, "true", std::nullopt, {{"HTTPS_PROXY", "http://evil:1"}}), std::invalid_argument);
-  EXPECT_THROW(runSh(h, "true", std::nullopt, {{"https_proxy", "http://evil:1"}}), std::invalid_argument);
   EXPECT_THROW(runSh(h, "true", std::nullopt, {{"_tX", "1"}}), std::invalid_argument);
   EXPECT_THROW(runSh(h, "true", std::nullopt, {{"1BAD", "1"}}), std::invalid_argument);
+  // Without network stockade sets no proxy variable, so the overlay may.
+  EXPECT_EQ(runSh(h, "echo \"$https_proxy\"", std::nullopt, {{"https_proxy", "http://127.0.0.1:9"}}).out,
+            "http://127.0.0.1:9\n");
+}
+
+TEST_F(ManagerTest, WithNetworkTheProxyVariablesAreStockadesAndTheOverlayCannotSetThem) {
+  SandboxHandle h = create(policy(R"(,"network":{"allowedDomains":["a.example"],"deniedDomains":[]})"));
+  for (const char* name : {"HTTPS_PROXY", "https_proxy", "ALL_PROXY", "NO_PROXY"}) {
+    try {
+      runSh(h, "true", std::nullopt, {{name, "http://evil:1"}});
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("\"") + name + "\" is a proxy variable"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(runSh(h, "echo \"$HTTPS_PROXY\"").out, "http://127.0.0.1:3128\n");
 }
 
 TEST_F(ManagerTest, CallerBugsThrowInvalidArgument) {

@@ -131,6 +131,24 @@ TEST_F(RunNetworkTest, EnvCannotOverrideTheProxyVariables) {
   EXPECT_EQ(shown.out, "http://127.0.0.1:3128 socks5h://127.0.0.1:3128\n");
 }
 
+// sandbox-runtime's "*:port" in deniedDomains: every host on that port is
+// denied, even an allowed one; the same host on another deny's port is not.
+TEST_F(RunNetworkTest, ADenyOfEveryHostOnAPortWinsOverAnAllowedName) {
+  auto withDeny = [&](const std::string& deny) {
+    std::string policy = t_.file("deny.json", R"({"network":{"allowedDomains":["origin.test"],"deniedDomains":[")" +
+                                                  deny + R"("]},"env":{"allow":["PATH"]}})");
+    return testing::runProcess({testing::stockadeBinary(), "run", "--policy", policy, "--cwd", t_.path(), "--resolve",
+                                "origin.test=127.0.0.1", "--", "/bin/sh", "-c",
+                                "curl -s -o /dev/null -w '%{http_code}' " + url("origin.test")});
+  };
+  auto denied = withDeny("*:" + std::to_string(origin_.port()));
+  EXPECT_EQ(denied.out, "403") << denied.err;
+  auto everyHost = withDeny("*");
+  EXPECT_EQ(everyHost.out, "403") << everyHost.err;
+  auto otherPort = withDeny(origin_.port() == 1 ? "*:2" : "*:1");
+  EXPECT_EQ(otherPort.out, "200") << otherPort.err;
+}
+
 TEST_F(RunNetworkTest, NoAllowedDomainsMeansNoProxyAndNoNetwork) {
   auto r = run("echo \"${HTTP_PROXY-unset}\"; curl -s -m 5 -o /dev/null -w '%{http_code}' " + url("origin.test"), "[]");
   EXPECT_EQ(r.out, "unset\n000");

@@ -152,6 +152,17 @@ TEST_F(ProcessEscapeTest, UnixSocketsAreDeniedUnlessThePolicyAllowsThem) {
   EXPECT_EQ(probe({"socket", "1", "1", "0"}).exitCode, 0);
 }
 
+// sandbox-runtime's allowAllUnixSockets asks for exactly what seccomp then
+// allows: no degradation, unlike a list of socket paths.
+TEST_F(ProcessEscapeTest, AllowAllUnixSocketsAllowsThemWithoutAWarning) {
+  policy["network"] = {{"allowAllUnixSockets", false}};
+  EXPECT_TRUE(deniedWith(probe({"socket", "1", "1", "0"}), "EPERM"));
+  policy["network"] = {{"allowAllUnixSockets", true}};
+  auto r = probe({"socket", "1", "1", "0"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err.find("weaker enforcement"), std::string::npos) << r.err;
+}
+
 TEST_F(ProcessEscapeTest, RiskySocketFamiliesAreDeniedWhileNetlinkRouteWorks) {
   EXPECT_TRUE(refusedByTheFilter({"socket", std::to_string(AF_PACKET), "3", "0"}, "socket"));
   EXPECT_TRUE(deniedWith(probe({"socket", "40", "1", "0"}), "EPERM"));  // AF_VSOCK

@@ -119,11 +119,23 @@ TEST_F(DeriveTest, GlobMatchThatIsASymlinkDeniesTheLinkAndItsTarget) {
 TEST_F(DeriveTest, ADeniedFileWithAnUndeniedHardLinkIsRefused) {
   std::string key = t_.file("home/.ssh/id_rsa", "PRIVATE");
   std::filesystem::create_hard_link(key, work_ + "/copy");
-  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":["~/.ssh/id_rsa"]}})"), ctx());
+  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":["/etc/shadow","~/.ssh/id_rsa"]}})"), ctx());
   ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << "the object stays readable as work/copy";
-  EXPECT_NE(std::get<PolicyError>(r).message.find("hard links"), std::string::npos);
+  EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.denyRead[1]");
+  EXPECT_EQ(std::get<PolicyError>(r).message,
+            "\"" + key + "\" has 2 hard links and only 1 of them is denied, so the file stays readable under \"" +
+                work_ + "/copy\". Deny every name too, or remove the extra links");
   // Denying every name is fine.
   deriveOk(R"({"filesystem":{"denyRead":["~/.ssh/id_rsa","copy"]}})");
+}
+
+TEST_F(DeriveTest, AnEscapedGlobCharacterIsPartOfTheName) {
+  std::string odd = t_.file("work/notes[1].txt");
+  t_.file("work/notes1.txt");
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["notes\\[1].txt"],"allowWrite":[],"denyWrite":["a\\*b"]}})");
+  EXPECT_EQ(r.filesystem().denyRead, std::vector<std::string>{odd});
+  EXPECT_TRUE(r.filesystem().denyReadPatterns.empty());
+  EXPECT_EQ(r.filesystem().denyWrite, std::vector<std::string>{work_ + "/a*b"});
 }
 
 TEST_F(DeriveTest, NamingADeniedFileTwiceDoesNotCountAsDenyingItsOtherLink) {

@@ -38,18 +38,27 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadPolicy{"NotJson", "{", "", "not valid JSON"},
         BadPolicy{"TopLevelArray", "[]", "", "must be an object, not an array"},
-        BadPolicy{"UnknownTopKey", R"({"filesystem":{},"ignoreViolations":{}})", "ignoreViolations", "unknown key"},
+        BadPolicy{"UnknownTopKey", R"({"filesystem":{},"sandbox":{}})", "sandbox", "unknown key \"sandbox\"; expected one of: filesystem, network, env, limits"},
         BadPolicy{"UnknownNestedKey", R"({"filesystem":{"denyReads":[]}})", "filesystem.denyReads", "unknown key"},
-        BadPolicy{"DuplicateKey", R"({"filesystem":{"denyRead":["/a"],"denyRead":[]}})", "denyRead", "appears twice"},
+        BadPolicy{"DuplicateKey", R"({"filesystem":{"denyRead":["/a"],"denyRead":[]}})", "filesystem.denyRead", "appears twice in the same object; give each key once"},
+        BadPolicy{"DuplicateTopKey", R"({"env":{},"env":{}})", "env", "appears twice"},
         BadPolicy{"SectionWrongType", R"({"network":[]})", "network", "must be an object"},
         BadPolicy{"ListWrongType", R"({"filesystem":{"allowWrite":"/tmp"}})", "filesystem.allowWrite", "must be an array"},
-        BadPolicy{"ListItemWrongType", R"({"filesystem":{"allowWrite":["/tmp",3]}})", "filesystem.allowWrite[1]", "must be a string, not a number"},
+        BadPolicy{"ListItemWrongType", R"({"filesystem":{"allowWrite":["/tmp",3]}})", "filesystem.allowWrite[1]", "not a number"},
+        BadPolicy{"DomainItemWrongType", R"({"network":{"allowedDomains":[true]}})", "network.allowedDomains[0]", "must be a string, not a boolean"},
+        BadPolicy{"PathObjectWithoutLiteral", R"({"filesystem":{"denyRead":[{"path":"/a"}]}})", "filesystem.denyRead[0]", "{\"path\":\"/a\"} is not a path entry; write a path, or {\"path\": \"<path>\", \"literal\": true}"},
+        BadPolicy{"PathObjectLiteralFalse", R"({"filesystem":{"denyRead":[{"path":"/a","literal":false}]}})", "filesystem.denyRead[0]", "is not a path entry"},
+        BadPolicy{"PathObjectExtraKey", R"({"filesystem":{"denyRead":[{"path":"/a","literal":true,"x":1}]}})", "filesystem.denyRead[0]", "is not a path entry"},
+        BadPolicy{"LiteralEntryEmpty", R"({"filesystem":{"allowWrite":[{"path":"","literal":true}]}})", "filesystem.allowWrite[0]", "is empty"},
         BadPolicy{"EmptyPath", R"({"filesystem":{"denyRead":[""]}})", "filesystem.denyRead[0]", "is empty"},
         BadPolicy{"OtherUsersHome", R"({"filesystem":{"denyRead":["~bob/.ssh"]}})", "filesystem.denyRead[0]", "only \"~\""},
-        BadPolicy{"GlobOutsideDenyRead", R"({"filesystem":{"allowWrite":["/tmp/*"]}})", "filesystem.allowWrite[0]", "globs are only supported"},
+        BadPolicy{"GlobInAllowWrite", R"({"filesystem":{"allowWrite":["/tmp/*"]}})", "filesystem.allowWrite[0]", "\"/tmp/*\" contains a glob character (*, ?, [); this list takes paths only: to name a path with such characters write {\"path\": \"/tmp/*\", \"literal\": true}"},
+        BadPolicy{"GlobInUnixSockets", R"({"network":{"allowUnixSockets":["/run/*.sock"]}})", "network.allowUnixSockets[0]", "contains a glob character"},
         BadPolicy{"NulInPath", R"({"filesystem":{"denyRead":["/a\u0000b"]}})", "filesystem.denyRead[0]", "NUL"},
         BadPolicy{"BoolWrongType", R"({"network":{"allowLocalBinding":"yes"}})", "network.allowLocalBinding", "true or false"},
-        BadPolicy{"DomainStar", R"({"network":{"allowedDomains":["*"]}})", "network.allowedDomains[0]", "matches every host"},
+        BadPolicy{"DomainStar", R"({"network":{"allowedDomains":["*"]}})", "network.allowedDomains[0]", "matches every host; list the domains the child needs (only deniedDomains takes \"*\")"},
+        BadPolicy{"DeniedStarBadPort", R"({"network":{"deniedDomains":["*:0"]}})", "network.deniedDomains[0]", "\"*:0\" has port \"0\"; a port is a number from 1 to 65535"},
+        BadPolicy{"DeniedStarDot", R"({"network":{"deniedDomains":["*.*"]}})", "network.deniedDomains[0]", "more than one"},
         BadPolicy{"DomainTld", R"({"network":{"allowedDomains":["a.com","b.org","*.com"]}})", "network.allowedDomains[2]", "\"*.com\" is too broad"},
         BadPolicy{"DomainPublicSuffix", R"({"network":{"allowedDomains":["*.co.uk"]}})", "network.allowedDomains[0]", "too broad"},
         BadPolicy{"DomainScheme", R"({"network":{"allowedDomains":["https://github.com"]}})", "network.allowedDomains[0]", "scheme"},
@@ -70,10 +79,29 @@ INSTANTIATE_TEST_SUITE_P(
         BadPolicy{"EnvNameDash", R"({"env":{"allow":["PATH","MY-VAR"]}})", "env.allow[1]", "\"MY-VAR\" is not a variable name"},
         BadPolicy{"EnvNameDigit", R"({"env":{"allow":["1X"]}})", "env.allow[0]", "not a variable name"},
         BadPolicy{"EnvNameEmpty", R"({"env":{"allow":[""]}})", "env.allow[0]", "not a variable name"},
-        BadPolicy{"LimitNegative", R"({"limits":{"pids":-1}})", "limits.pids", "not a non-negative integer"},
-        BadPolicy{"LimitFraction", R"({"limits":{"memoryBytes":1.5}})", "limits.memoryBytes", "not a non-negative integer"},
-        BadPolicy{"LimitString", R"({"limits":{"cpuSeconds":"10"}})", "limits.cpuSeconds", "must be a number"},
-        BadPolicy{"LimitUnknown", R"({"limits":{"files":3}})", "limits.files", "unknown key"},
+        BadPolicy{"LimitNegative", R"({"limits":{"pids":-1}})", "limits.pids", "-1 is negative; give a whole number from 0 to 18446744073709551615 (use 0 for no limit)"},
+        BadPolicy{"LimitHugeNegative", R"({"limits":{"pids":-99999999999999999999}})", "limits.pids", "-99999999999999999999 is negative"},
+        BadPolicy{"LimitTwoToThe64", R"({"limits":{"memoryBytes":18446744073709551616}})", "limits.memoryBytes", "18446744073709551616 is larger than 18446744073709551615, the largest value; use 0 for no limit"},
+        BadPolicy{"LimitFraction", R"({"limits":{"memoryBytes":1.5}})", "limits.memoryBytes", "1.5 is not a whole number; write it in digits, such as 1073741824 (use 0 for no limit)"},
+        BadPolicy{"LimitExponent", R"({"limits":{"fileSizeBytes":1e3}})", "limits.fileSizeBytes", "1e3 is not a whole number"},
+        BadPolicy{"LimitString", R"({"limits":{"cpuSeconds":"10"}})", "limits.cpuSeconds", "must be a whole number, not a string; use 0 for no limit"},
+        BadPolicy{"LimitUnknown", R"({"limits":{"files":3}})", "limits.files", "unknown key \"files\"; expected one of: memoryBytes, pids, cpuSeconds, fileSizeBytes"},
+        BadPolicy{"EnvUnknown", R"({"env":{"deny":[]}})", "env.deny", "unknown key \"deny\"; expected: allow"},
+        // sandbox-runtime keys that would weaken enforcement.
+        BadPolicy{"SrtWeakerNestedSandbox", R"({"enableWeakerNestedSandbox":true})", "enableWeakerNestedSandbox", "true is refused: it would weaken enforcement, and stockade never runs a weaker sandbox; run it where unprivileged user namespaces are allowed; remove the key or set it to false"},
+        BadPolicy{"SrtNestedUserNamespaces", R"({"allowNestedUserNamespaces":true})", "allowNestedUserNamespaces", "is refused"},
+        BadPolicy{"SrtFilesystemDisabled", R"({"filesystem":{"disabled":true}})", "filesystem.disabled", "is refused"},
+        BadPolicy{"SrtAllowGitConfig", R"({"filesystem":{"allowGitConfig":true}})", "filesystem.allowGitConfig", "is refused"},
+        BadPolicy{"SrtRefuseOpaqueTunnels", R"({"network":{"refuseOpaqueTunnels":true}})", "network.refuseOpaqueTunnels", "is refused"},
+        BadPolicy{"SrtFilterRequest", R"({"network":{"filterRequest":"x"}})", "network.filterRequest", "\"x\" is refused: it would weaken enforcement, and a library callback: a settings file cannot hold one, and stockade has none; remove the key"},
+        BadPolicy{"SrtFlagNotBoolean", R"({"enableWeakerNestedSandbox":"no"})", "enableWeakerNestedSandbox", "must be true or false, not a string"},
+        BadPolicy{"SrtUnknownNested", R"({"network":{"allowMachLookups":[]}})", "network.allowMachLookups", "unknown key \"allowMachLookups\"; expected one of: allowedDomains, deniedDomains, allowUnixSockets, allowAllUnixSockets, allowLocalBinding, deniedResolvedAddresses (sandbox-runtime keys: see docs/srt-compat.md)"},
+        BadPolicy{"SrtSearchDepthZero", R"({"mandatoryDenySearchDepth":0})", "mandatoryDenySearchDepth", "0 is outside 1 to 10"},
+        BadPolicy{"SrtSearchDepthString", R"({"mandatoryDenySearchDepth":"3"})", "mandatoryDenySearchDepth", "must be a whole number, not a string"},
+        BadPolicy{"SrtResolvedPublicRange", R"({"network":{"deniedResolvedAddresses":["8.8.8.0/24"]}})", "network.deniedResolvedAddresses[0]", "\"8.8.8.0/24\" is refused: stockade refuses loopback"},
+        BadPolicy{"SrtResolvedNotARange", R"({"network":{"deniedResolvedAddresses":["10.0.0.0/33"]}})", "network.deniedResolvedAddresses[0]", "is not an IP address or CIDR range"},
+        BadPolicy{"SrtCredentialMode", R"({"credentials":{"files":[{"path":"~/.aws","mode":"hide"}]}})", "credentials.files[0].mode", "must be \"deny\" or \"mask\""},
+        BadPolicy{"SrtCredentialEnvName", R"({"credentials":{"envVars":[{"name":"A-B","mode":"deny"}]}})", "credentials.envVars[0].name", "is not a variable name"},
         BadPolicy{"TooDeep", nested(100000), "", "nests deeper"}),
     [](const auto& i) { return std::string(i.param.name); });
 
@@ -199,7 +227,7 @@ TEST(ParseTest, FromJsonThrowsInvalidPolicyWithTheFieldInTheMessage) {
 
 TEST(ParseTest, MakeValidatesPartsBuiltInCode) {
   EXPECT_THROW(SandboxPolicy::make({}, {.allowedDomains = {"*"}}, {}), SandboxError);
-  EXPECT_THROW(SandboxPolicy::make({.denyWrite = {"/tmp/*"}}, {}, {}), SandboxError);
+  EXPECT_THROW(SandboxPolicy::make({.allowWrite = {"/tmp/*"}}, {}, {}), SandboxError);
   EXPECT_NO_THROW(SandboxPolicy::make({.allowWrite = {"/tmp"}}, {.allowedDomains = {"github.com"}}, {.allow = {"PATH"}}));
 }
 
