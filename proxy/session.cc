@@ -182,6 +182,8 @@ Session::awaitable<void> Session::run() {
   started_ = Clock::now();
   error_code ec;
   client_.set_option(tcp::no_delay(true), ec);
+  // TCP urgent data is an ordinary byte of the stream here (relay(), splice.cc).
+  client_.set_option(tcp::socket::out_of_band_inline(true), ec);
   asio::co_spawn(proxy_.ioc, watchdog(shared_from_this()), asio::detached);
 
   deadline_.arm(Kind::kHeader, limits_.headerTimeout);
@@ -581,6 +583,7 @@ Session::awaitable<Session::ConnectResult> Session::connectUpstream(const std::v
     std::string where = address + " port " + std::to_string(port);
     if (!ec) {
       upstream_.set_option(tcp::no_delay(true), ec);
+      upstream_.set_option(tcp::socket::out_of_band_inline(true), ec);
       upstreamAddress_ = address;
       r.ok = true;
       co_return r;
