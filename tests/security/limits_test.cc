@@ -382,6 +382,30 @@ TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanS
   EXPECT_NE(flood.out.find("errno=EMFILE"), std::string::npos) << flood.out;
 }
 
+// Pseudo-terminals are one count for the whole system (kernel.pty.max): a
+// sandbox's devpts instance once took every pty but the host's reserve, and
+// every other sandbox then got ENOSPC from posix_openpt().
+TEST_F(UserCountersTest, APtyFloodHitsTheSandboxsOwnCapWhileAnotherSandboxCanStillOpenOne) {
+  const long share = static_cast<long>(platform::sandboxPtyShare(
+      std::stoull(slurp("/proc/sys/kernel/pty/max")), std::stoull(slurp("/proc/sys/kernel/pty/reserve"))));
+  ProcessResult flood;
+  std::thread sandbox([&] { flood = run({"pty-hold", ws}); });
+  for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool ready = std::filesystem::exists(ws + "/ready");
+  // While the first sandbox holds every pty it could get:
+  auto other = run({"pty-open"});
+  std::ofstream(ws + "/go") << "go";
+  sandbox.join();
+  ASSERT_TRUE(ready) << flood.out << flood.err;
+  EXPECT_EQ(other.exitCode, 0) << "another sandbox got no pty while the first ran: " << other.out << other.err;
+  EXPECT_EQ(flood.exitCode, 0) << flood.out << flood.err;
+  const long held = lastCount(flood.out, "ptys");
+  EXPECT_GE(held, 1) << flood.out;
+  EXPECT_LE(held, share) << flood.out;
+  EXPECT_NE(flood.out.find("errno=ENOSPC"), std::string::npos) << flood.out;
+}
+
 TEST_F(UserCountersTest, TheSandboxsTasksAndQueuedSignalsAreCappedAtAShareOfTheHostUsers) {
   rlimit nproc{}, sigpending{};
   ::getrlimit(RLIMIT_NPROC, &nproc);

@@ -331,6 +331,24 @@ int runOp(int argc, char** argv) {
     for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
     return 0;
   }
+  if (op == "pty-hold") {  // pty-hold DIR: ptys until one fails; DIR/ready; wait for DIR/go
+    long ptys = 0;
+    int failure = 0;
+    for (;;) {
+      if (::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC) < 0) {
+        failure = errno;
+        break;
+      }
+      if (++ptys == 100000) break;
+    }
+    std::printf("ptys=%ld errno=%s\n", ptys, failure ? strerrorname_np(failure) : "none");
+    std::fflush(stdout);
+    const std::string dir = arg(2);
+    ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
+    return 0;
+  }
+  if (op == "pty-open") return result(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), "posix_openpt");
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
     unsigned long request = std::strtoul(arg(2), nullptr, 16);
     char c = 'x';
