@@ -406,6 +406,19 @@ TEST_F(UserCountersTest, APtyFloodHitsTheSandboxsOwnCapWhileAnotherSandboxCanSti
   EXPECT_NE(flood.out.find("errno=ENOSPC"), std::string::npos) << flood.out;
 }
 
+// Linux AIO's events come from fs.aio-max-nr, one count for the whole host
+// that no namespace or cgroup divides: a sandbox once reserved all of them and
+// the host's own io_setup() failed with EAGAIN. The call is refused (ENOSYS,
+// so libaio callers fall back); glibc's POSIX AIO, built on threads, works.
+TEST_F(UserCountersTest, LinuxAioIsRefusedForItsSystemWideCountWhilePosixAioWorks) {
+  auto aio = run({"aio-setup", "65536"});
+  EXPECT_EQ(aio.exitCode, 1) << aio.out << aio.err;
+  EXPECT_NE(aio.out.find("errno=ENOSYS"), std::string::npos) << aio.out << aio.err;
+  auto posix = run({"posix-aio-write", ws + "/aio.txt", "written by aio_write"});
+  EXPECT_EQ(posix.exitCode, 0) << posix.out << posix.err;
+  EXPECT_EQ(slurp(ws + "/aio.txt"), "written by aio_write");
+}
+
 TEST_F(UserCountersTest, TheSandboxsTasksAndQueuedSignalsAreCappedAtAShareOfTheHostUsers) {
   rlimit nproc{}, sigpending{};
   ::getrlimit(RLIMIT_NPROC, &nproc);

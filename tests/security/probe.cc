@@ -6,7 +6,9 @@
 // in one process (so one sandbox), printing "step-exit=N" after each, and
 // exits with the last one's status: a test puts the allowed neighbour and
 // the refused call in the same run, which proves the program ran.
+#include <aio.h>
 #include <arpa/inet.h>
+#include <linux/aio_abi.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -347,6 +349,24 @@ int runOp(int argc, char** argv) {
     ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
     for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
     return 0;
+  }
+  if (op == "aio-setup") {  // aio-setup EVENTS: io_setup(), Linux AIO's context
+    aio_context_t context = 0;
+    return result(::syscall(SYS_io_setup, std::atol(arg(2)), &context), "io_setup");
+  }
+  if (op == "posix-aio-write") {  // posix-aio-write PATH TEXT: glibc's aio_write(), then aio_suspend()
+    int fd = ::open(arg(2), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    const std::string text = arg(3);
+    aiocb cb{};
+    cb.aio_fildes = fd;
+    cb.aio_buf = const_cast<char*>(text.data());
+    cb.aio_nbytes = text.size();
+    if (::aio_write(&cb) != 0) return result(-1, "aio_write");
+    const aiocb* list[] = {&cb};
+    while (::aio_error(&cb) == EINPROGRESS) ::aio_suspend(list, 1, nullptr);
+    errno = ::aio_error(&cb);
+    return result(::aio_return(&cb) == static_cast<ssize_t>(text.size()) ? 0 : -1, "aio_write completion");
   }
   if (op == "pty-open") return result(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), "posix_openpt");
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
