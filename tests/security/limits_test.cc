@@ -104,6 +104,38 @@ TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotA
   EXPECT_EQ(ok.err.find("could leave its pids cgroup"), std::string::npos) << ok.err;
 }
 
+// The cgroup tree need not be under /sys/fs/cgroup: a bind of the pids
+// hierarchy inside the workspace made it writable to the program (which moved
+// itself to the supervisor's cgroup and forked past the limit) while the
+// limit was still claimed as enforced. Every mount of the hierarchy counts.
+TEST_F(PidsLimitEscapeTest, APidsHierarchyMountedInsideAWritableTreeMakesTheLimitADegradationNotAClaim) {
+  if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: the limit is reported as not enforced anyway";
+  if (::geteuid() != 0) GTEST_SKIP() << "binding the cgroup tree into the workspace needs root";
+  auto controller = platform::findCgroupController(platform::CgroupController::kPids);
+  ASSERT_TRUE(std::holds_alternative<platform::CgroupHierarchy>(controller)) << std::get<std::string>(controller);
+  const std::string base = std::get<platform::CgroupHierarchy>(controller).ownCgroupDir;
+  std::filesystem::create_directories(ws + "/cg");
+  // The bind lives in a mount namespace of the run's own (unshare -m), never on the host.
+  auto runWithBind = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"unshare", "-m", "--propagation", "private", "sh", "-c",
+                                     "mount --bind \"$0\" \"$1\" && shift && exec \"$@\"", base, ws + "/cg"};
+    for (const auto& a : stockadeArgv({"--audit", audit_})) argv.push_back(a);
+    argv.push_back(probe_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProcess(argv);
+  };
+  auto bound = runWithBind({"fork-until-fail", "3"});
+  EXPECT_EQ(bound.exitCode, 0) << bound.out << bound.err;
+  EXPECT_NE(bound.err.find("limits.pids: the policy makes \"" + ws + "\" writable, and with it the cgroup tree mounted "
+                           "at \"" + ws + "/cg\""),
+            std::string::npos)
+      << bound.err;
+  // The neighbour: the same policy and workspace without the bind claims nothing weaker.
+  auto plain = run({"fork-until-fail", "3"});
+  EXPECT_EQ(plain.exitCode, 0) << plain.out << plain.err;
+  EXPECT_EQ(plain.err.find("could leave its pids cgroup"), std::string::npos) << plain.err;
+}
+
 TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOneAreNot) {
   if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: nothing is created, nothing to sweep";
   auto controller = platform::findCgroupController(platform::CgroupController::kPids);  // the hierarchy stockade will use
