@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "platform/linux/cgroup.h"
@@ -380,7 +381,32 @@ TEST_F(FileSizeLimitTest, WithoutAFileSizeLimitFallocateIsNotTrapped) {
   EXPECT_EQ(lastEvent("denial"), nlohmann::json()) << "a fallocate() reached the supervisor without a limit";
 }
 
-class UserCountersTest : public SandboxLimitTest {};
+class UserCountersTest : public SandboxLimitTest {
+ protected:
+  // Runs `hold` (an OP-hold of the probe) in one sandbox and, once it holds
+  // all it could get, `meanwhile` on the host or in another sandbox; returns
+  // the holder's result.
+  ProcessResult whileHeld(const std::string& hold, const std::function<void()>& meanwhile) {
+    ProcessResult holder;
+    std::thread sandbox([&] { holder = run({hold, ws}); });
+    for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const bool ready = std::filesystem::exists(ws + "/ready");
+    if (ready) meanwhile();
+    std::ofstream(ws + "/go") << "go";
+    sandbox.join();
+    EXPECT_TRUE(ready) << holder.out << holder.err;
+    return holder;
+  }
+  // The holder ran, got something, and was stopped within `share` by `why`.
+  static void expectStoppedWithin(const ProcessResult& holder, const std::string& key, long share, const char* why) {
+    EXPECT_EQ(holder.exitCode, 0) << holder.out << holder.err;
+    const long held = lastCount(holder.out, key);
+    EXPECT_GE(held, 1) << holder.out;
+    EXPECT_LE(held, share) << holder.out;
+    EXPECT_NE(holder.out.find(std::string("errno=") + why), std::string::npos) << holder.out;
+  }
+};
 
 TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanStillCreateOne) {
   const long hostMax = std::atol(slurp("/proc/sys/user/max_inotify_instances").c_str());
@@ -394,24 +420,15 @@ TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanS
   auto cap = run({"cat", "/proc/sys/user/max_inotify_instances"});
   EXPECT_EQ(cap.out, std::to_string(share) + "\n") << cap.err;
 
-  ProcessResult flood;
-  std::thread sandbox([&] { flood = run({"inotify-hold", ws}); });
-  for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const bool ready = std::filesystem::exists(ws + "/ready");
   // While the sandbox holds every instance it could get:
-  int host = ::inotify_init1(IN_CLOEXEC);
-  const int hostErrno = errno;
-  std::ofstream(ws + "/go") << "go";
-  sandbox.join();
-  ASSERT_TRUE(ready) << flood.out << flood.err;
+  int host = -1, hostErrno = 0;
+  ProcessResult flood = whileHeld("inotify-hold", [&] {
+    host = ::inotify_init1(IN_CLOEXEC);
+    hostErrno = errno;
+  });
   EXPECT_GE(host, 0) << "the host user got " << strerrorname_np(hostErrno) << " while the sandbox ran";
   if (host >= 0) ::close(host);
-  EXPECT_EQ(flood.exitCode, 0) << flood.out << flood.err;
-  const long held = lastCount(flood.out, "inotify");
-  EXPECT_GE(held, 1) << flood.out;
-  EXPECT_LE(held, share) << flood.out;
-  EXPECT_NE(flood.out.find("errno=EMFILE"), std::string::npos) << flood.out;
+  expectStoppedWithin(flood, "inotify", share, "EMFILE");
 }
 
 // Pseudo-terminals are one count for the whole system (kernel.pty.max): a
@@ -420,22 +437,11 @@ TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanS
 TEST_F(UserCountersTest, APtyFloodHitsTheSandboxsOwnCapWhileAnotherSandboxCanStillOpenOne) {
   const long share = static_cast<long>(platform::sandboxPtyShare(
       std::stoull(slurp("/proc/sys/kernel/pty/max")), std::stoull(slurp("/proc/sys/kernel/pty/reserve"))));
-  ProcessResult flood;
-  std::thread sandbox([&] { flood = run({"pty-hold", ws}); });
-  for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const bool ready = std::filesystem::exists(ws + "/ready");
   // While the first sandbox holds every pty it could get:
-  auto other = run({"pty-open"});
-  std::ofstream(ws + "/go") << "go";
-  sandbox.join();
-  ASSERT_TRUE(ready) << flood.out << flood.err;
+  ProcessResult other;
+  ProcessResult flood = whileHeld("pty-hold", [&] { other = run({"pty-open"}); });
   EXPECT_EQ(other.exitCode, 0) << "another sandbox got no pty while the first ran: " << other.out << other.err;
-  EXPECT_EQ(flood.exitCode, 0) << flood.out << flood.err;
-  const long held = lastCount(flood.out, "ptys");
-  EXPECT_GE(held, 1) << flood.out;
-  EXPECT_LE(held, share) << flood.out;
-  EXPECT_NE(flood.out.find("errno=ENOSPC"), std::string::npos) << flood.out;
+  expectStoppedWithin(flood, "ptys", share, "ENOSPC");
 }
 
 // Linux AIO's events come from fs.aio-max-nr, one count for the whole host

@@ -86,6 +86,27 @@ void spin(double seconds) {
     for (int i = 0; i < 100000; ++i) sink = sink + static_cast<unsigned long>(i);
 }
 
+// OP-hold DIR: opens `what` (inotify instances, ptys) until one fails, or
+// 100000, prints "<what>=<count> errno=<why>", creates DIR/ready and holds
+// them until DIR/go appears (30 s at most).
+template <class Open>
+int holdUntilFailure(const char* what, const std::string& dir, Open open) {
+  long held = 0;
+  int failure = 0;
+  for (;;) {
+    if (open() < 0) {
+      failure = errno;
+      break;
+    }
+    if (++held == 100000) break;
+  }
+  std::printf("%s=%ld errno=%s\n", what, held, failure ? strerrorname_np(failure) : "none");
+  std::fflush(stdout);
+  ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
+  return 0;
+}
+
 int cat(const char* path) {
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return result(-1, "open");
@@ -316,40 +337,8 @@ int runOp(int argc, char** argv) {
     if (fd < 0) return result(-1, "open");
     return result(::ioctl(fd, 0x4030582aUL /* FS_IOC_RESVSP64 */, &range), "ioctl(FS_IOC_RESVSP64)");
   }
-  if (op == "inotify-hold") {  // inotify-hold DIR: instances until one fails; DIR/ready; wait for DIR/go
-    long instances = 0;
-    int failure = 0;
-    for (;;) {
-      if (::inotify_init1(IN_CLOEXEC) < 0) {
-        failure = errno;
-        break;
-      }
-      if (++instances == 100000) break;
-    }
-    std::printf("inotify=%ld errno=%s\n", instances, failure ? strerrorname_np(failure) : "none");
-    std::fflush(stdout);
-    const std::string dir = arg(2);
-    ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-    for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
-    return 0;
-  }
-  if (op == "pty-hold") {  // pty-hold DIR: ptys until one fails; DIR/ready; wait for DIR/go
-    long ptys = 0;
-    int failure = 0;
-    for (;;) {
-      if (::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC) < 0) {
-        failure = errno;
-        break;
-      }
-      if (++ptys == 100000) break;
-    }
-    std::printf("ptys=%ld errno=%s\n", ptys, failure ? strerrorname_np(failure) : "none");
-    std::fflush(stdout);
-    const std::string dir = arg(2);
-    ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-    for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
-    return 0;
-  }
+  if (op == "inotify-hold") return holdUntilFailure("inotify", arg(2), [] { return ::inotify_init1(IN_CLOEXEC); });
+  if (op == "pty-hold") return holdUntilFailure("ptys", arg(2), [] { return ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC); });
   if (op == "aio-setup") {  // aio-setup EVENTS: io_setup(), Linux AIO's context
     aio_context_t context = 0;
     return result(::syscall(SYS_io_setup, std::atol(arg(2)), &context), "io_setup");
