@@ -1,6 +1,6 @@
 // The state behind a Proxy: its io thread and context, the audit sink, the
-// admission counters, the pipe pool, the resolver and the listeners. Internal to the proxy
-// (Asio types).
+// admission counters, the pipe pool, the resolver and the listeners.
+// Internal to the proxy (Asio types).
 #pragma once
 
 #include <atomic>
