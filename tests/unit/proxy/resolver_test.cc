@@ -18,19 +18,27 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A lookup that blocks each host until the test opens it, recording what runs.
-class Gate {
+// A lookup that blocks each host until the test opens it, recording what
+// runs. Shared with the lookups, which may still be returning on a resolver
+// thread once the test is done with it.
+class Gate : public std::enable_shared_from_this<Gate> {
  public:
   Resolver::Lookup lookup() {
-    return [this](const std::string& host, std::uint16_t) -> LookupResult {
-      std::unique_lock lock(mu_);
-      running_.insert(host);
-      ++started_[host];
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return open_.count(host) || openAll_; });
-      running_.erase(host);
+    return [self = shared_from_this()](const std::string& host, std::uint16_t) -> LookupResult {
+      std::unique_lock lock(self->mu_);
+      self->running_.insert(host);
+      ++self->started_[host];
+      self->cv_.notify_all();
+      self->cv_.wait(lock, [&] { return self->open_.count(host) || self->openAll_; });
+      self->running_.erase(host);
+      ++self->returned_;
+      self->cv_.notify_all();
       return std::vector<std::string>{"127.0.0.1"};
     };
+  }
+  bool waitReturned(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return returned_ >= n; });
   }
   void open(const std::string& host) {
     std::lock_guard lock(mu_);
@@ -60,6 +68,7 @@ class Gate {
   std::condition_variable cv_;
   std::set<std::string> open_, running_;
   std::map<std::string, int> started_;
+  int returned_ = 0;
   bool openAll_ = false;
 };
 
@@ -89,57 +98,57 @@ class Answers {
 };
 
 TEST(ResolverTest, AKeysHeldLookupsDoNotHoldAnotherKeysLookup) {
-  Gate gate;
+  auto gate = std::make_shared<Gate>();
   Answers answers;
   {
-    Resolver resolver(2, gate.lookup());
+    Resolver resolver(2, gate->lookup());
     for (int i = 0; i < 5; ++i) resolver.resolve("sb-1", "slow" + std::to_string(i), 80, answers.to("slow" + std::to_string(i)));
-    ASSERT_TRUE(gate.waitStarted("slow0"));
+    ASSERT_TRUE(gate->waitStarted("slow0"));
     resolver.resolve("sb-2", "fast", 80, answers.to("fast"));
-    gate.open("fast");
+    gate->open("fast");
     EXPECT_TRUE(answers.wait("fast")) << "sb-2 waited behind sb-1's held lookups";
     // sb-1 runs one lookup at a time, in order, though a thread is free.
-    EXPECT_EQ(gate.running(), std::set<std::string>{"slow0"});
-    EXPECT_EQ(gate.started("slow1"), 0);
-    gate.open("slow0");
+    EXPECT_EQ(gate->running(), std::set<std::string>{"slow0"});
+    EXPECT_EQ(gate->started("slow1"), 0);
+    gate->open("slow0");
     EXPECT_TRUE(answers.wait("slow0"));
-    ASSERT_TRUE(gate.waitStarted("slow1"));
-    gate.openAll();
+    ASSERT_TRUE(gate->waitStarted("slow1"));
+    gate->openAll();
     for (int i = 1; i < 5; ++i) EXPECT_TRUE(answers.wait("slow" + std::to_string(i))) << i;
   }
 }
 
 TEST(ResolverTest, ACancelledLookupIsNeverAnsweredAndItsKeyMovesOnOnlyWhenTheRunningOneReturns) {
-  Gate gate;
+  auto gate = std::make_shared<Gate>();
   Answers answers;
-  Resolver resolver(4, gate.lookup());
+  Resolver resolver(4, gate->lookup());
   auto running = resolver.resolve("sb-1", "a", 80, answers.to("a"));
   auto queued = resolver.resolve("sb-1", "b", 80, answers.to("b"));
   resolver.resolve("sb-1", "c", 80, answers.to("c"));
-  ASSERT_TRUE(gate.waitStarted("a"));
+  ASSERT_TRUE(gate->waitStarted("a"));
   resolver.cancel(queued);
   resolver.cancel(running);
   // Abandoned, but still running: sb-1's next lookup waits for it to return.
-  EXPECT_EQ(gate.started("c"), 0);
-  gate.openAll();
+  EXPECT_EQ(gate->started("c"), 0);
+  gate->openAll();
   EXPECT_TRUE(answers.wait("c"));
   EXPECT_FALSE(answers.has("a"));
   EXPECT_FALSE(answers.has("b"));
-  EXPECT_EQ(gate.started("b"), 0);
+  EXPECT_EQ(gate->started("b"), 0);
   resolver.cancel(running);  // a no-op once done
 }
 
 TEST(ResolverTest, ADestroyedResolverAnswersNothingQueuedOrRunning) {
-  Gate gate;
+  auto gate = std::make_shared<Gate>();
   Answers answers;
   {
-    Resolver resolver(1, gate.lookup());
+    Resolver resolver(1, gate->lookup());
     resolver.resolve("sb-1", "a", 80, answers.to("a"));
     resolver.resolve("sb-2", "b", 80, answers.to("b"));
-    ASSERT_TRUE(gate.waitStarted("a"));
+    ASSERT_TRUE(gate->waitStarted("a"));
   }
-  gate.openAll();  // the running lookup returns after its resolver is gone
-  std::this_thread::sleep_for(50ms);  // not a timing assertion: a late answer would show here
+  gate->openAll();  // the running lookup returns after its resolver is gone
+  ASSERT_TRUE(gate->waitReturned(1));
   EXPECT_FALSE(answers.has("a"));
   EXPECT_FALSE(answers.has("b"));
 }
