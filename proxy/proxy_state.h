@@ -1,6 +1,6 @@
 // The state behind a Proxy: its io thread and context, the audit sink, the
-// admission counters, the pipe pool and the listeners. Internal to the proxy
-// (Asio types).
+// admission counters, the pipe pool, the resolver and the listeners.
+// Internal to the proxy (Asio types).
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 
 #include "proxy/admission.h"
 #include "proxy/pipe_pool.h"
+#include "proxy/resolver.h"
 #include "proxy/proxy.h"
 
 namespace stockade::proxy {
@@ -44,6 +45,9 @@ struct ProxyState {
   PipePool pipes;  // io thread only; declared before ioc so that it outlives every session
   boost::asio::io_context ioc{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
+  // Name lookups, fair between sandboxes (resolver.h). Declared after ioc: it
+  // is destroyed first, and then posts no more answers to it.
+  Resolver resolver;
   std::thread thread;
   std::atomic<bool> stopped{false};
   std::once_flag joinOnce;

@@ -59,7 +59,7 @@ Session::Session(ProxyState& proxy, std::shared_ptr<ListenerState> listener, std
       connectionSlot_(std::move(connection)),
       client_(std::move(client)),
       upstream_(proxy.ioc),
-      resolver_(proxy.ioc),
+      lookupDone_(proxy.ioc),
       deadline_(proxy.ioc, limits_.idleTimeout),
       doneTimer_(proxy.ioc),
       inbuf_(std::max<std::size_t>(kIoChunk, limits_.maxHeaderBytes)),
@@ -90,7 +90,8 @@ void Session::close() {
   closed_ = true;
   error_code ec;
   deadline_.stop();
-  resolver_.cancel();
+  proxy_.resolver.cancel(lookupId_);
+  lookupDone_.cancel();
   client_.close(ec);
   closeUpstream();
   leavePending();
@@ -107,7 +108,8 @@ void Session::leavePending() noexcept {
 Session::awaitable<void> Session::watchdog(std::shared_ptr<Session> self) {
   co_await self->deadline_.watch([s = self.get()] {
     error_code ec;
-    s->resolver_.cancel();
+    s->proxy_.resolver.cancel(s->lookupId_);
+    s->lookupDone_.cancel();
     s->client_.cancel(ec);
     s->upstream_.cancel(ec);
   });
@@ -182,6 +184,8 @@ Session::awaitable<void> Session::run() {
   started_ = Clock::now();
   error_code ec;
   client_.set_option(tcp::no_delay(true), ec);
+  // TCP urgent data is an ordinary byte of the stream here (relay(), splice.cc).
+  client_.set_option(tcp::socket::out_of_band_inline(true), ec);
   asio::co_spawn(proxy_.ioc, watchdog(shared_from_this()), asio::detached);
 
   deadline_.arm(Kind::kHeader, limits_.headerTimeout);
@@ -518,25 +522,45 @@ Session::awaitable<Target> Session::resolveTarget(std::string_view rawHost, std:
       t = checkAddresses(*rules, plan, plan.addresses);
     } else {
       deadline_.arm(Kind::kConnect, limits_.connectTimeout);
-      error_code ec;
-      auto results = co_await resolver_.async_resolve(plan.verdict.host.text, std::to_string(port),
-                                                     tcp::resolver::numeric_service, tok(ec));
+      auto answer = co_await lookup(plan.verdict.host.text, port);
       bool timeout = deadline_.fired();
       deadline_.disarm();
-      std::vector<std::string> addresses;
-      if (!ec) {
-        for (const auto& r : results) addresses.push_back(r.endpoint().address().to_string());
-      }
-      if (ec || addresses.empty()) {
-        t = resolutionFailed(plan, timeout, limits_.connectTimeout.count(), ec ? ec.message() : "no addresses");
+      const auto* addresses = answer ? std::get_if<std::vector<std::string>>(&*answer) : nullptr;
+      if (!addresses || addresses->empty()) {
+        const auto* why = answer ? std::get_if<std::string>(&*answer) : nullptr;
+        t = resolutionFailed(plan, timeout, limits_.connectTimeout.count(),
+                             why ? *why : answer ? "no addresses" : "the lookup was abandoned");
       } else {
-        t = checkAddresses(*rules, plan, resolvedCandidates(addresses));
+        t = checkAddresses(*rules, plan, resolvedCandidates(*addresses));
       }
     }
   }
   e.host = t.host;
   if (!t.refusedAddress.empty()) e.address = t.refusedAddress;
   co_return t;
+}
+
+Session::awaitable<std::optional<LookupResult>> Session::lookup(const std::string& host, std::uint16_t port) {
+  answer_.reset();
+  const std::uint64_t seq = ++lookupSeq_;
+  lookupDone_.expires_at(Clock::time_point::max());
+  // The answer comes on a resolver thread: hand it to the io thread, where
+  // only a session still waiting for this very lookup takes it.
+  lookupId_ = proxy_.resolver.resolve(
+      listener_->context.sandboxId, host, port,
+      [weak = weak_from_this(), &ioc = proxy_.ioc, seq](LookupResult result) {
+        asio::post(ioc, [weak, seq, result = std::move(result)]() mutable {
+          auto self = weak.lock();
+          if (!self || self->lookupSeq_ != seq) return;
+          self->answer_ = std::move(result);
+          self->lookupDone_.cancel();
+        });
+      });
+  error_code ec;
+  while (!answer_ && !deadline_.fired() && !closed_) co_await lookupDone_.async_wait(tok(ec));
+  if (!answer_) proxy_.resolver.cancel(lookupId_);
+  lookupId_ = 0;
+  co_return std::move(answer_);
 }
 
 void Session::closeUpstream() {
@@ -581,6 +605,7 @@ Session::awaitable<Session::ConnectResult> Session::connectUpstream(const std::v
     std::string where = address + " port " + std::to_string(port);
     if (!ec) {
       upstream_.set_option(tcp::no_delay(true), ec);
+      upstream_.set_option(tcp::socket::out_of_band_inline(true), ec);
       upstreamAddress_ = address;
       r.ok = true;
       co_return r;

@@ -26,6 +26,7 @@
 #include "proxy/io_buffer.h"
 #include "proxy/proxy_state.h"
 #include "proxy/replies.h"
+#include "proxy/resolver.h"
 #include "proxy/target.h"
 
 namespace stockade::proxy {
@@ -77,6 +78,9 @@ class Session : public std::enable_shared_from_this<Session> {
                                          IoBuffer& buf, std::uint64_t* counter);
   // ---- targets and upstream ----
   awaitable<Target> resolveTarget(std::string_view rawHost, std::uint16_t port, ProxyEvent& e);
+  // The proxy's Resolver's answer for host; nullopt when the deadline fired
+  // or the session closed first.
+  awaitable<std::optional<LookupResult>> lookup(const std::string& host, std::uint16_t port);
   awaitable<ConnectResult> connectUpstream(const std::vector<std::string>& addresses, std::uint16_t port);
   void closeUpstream();
   // ---- replies and I/O helpers ----
@@ -99,7 +103,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool pending_ = false;
   tcp::socket client_;
   tcp::socket upstream_;
-  tcp::resolver resolver_;
+  std::uint64_t lookupId_ = 0;   // the Resolver's id of the lookup in flight (0: none)
+  std::uint64_t lookupSeq_ = 0;  // which lookup of this session an answer belongs to
+  std::optional<LookupResult> answer_;
+  boost::asio::steady_timer lookupDone_;  // cancelled when the answer arrives
   Deadline deadline_;
   boost::asio::steady_timer doneTimer_;
   IoBuffer inbuf_;  // client -> upstream

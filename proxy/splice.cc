@@ -34,13 +34,21 @@ asio::awaitable<RelayResult> relay(tcp::socket& from, tcp::socket& to, IoBuffer&
   std::uint64_t left = limit;
   bool eof = false;
   PipeLease pipe;
+  // TCP urgent data: splice() never reads past the urgent mark
+  // (tcp_read_sock()), so at the mark `from` stays readable while splice()
+  // moves nothing -- without a way out, no byte after the mark would ever
+  // move and this loop would spin. recv() does read it (inline: the session
+  // sets SO_OOBINLINE), so a read that splice() could not make right after a
+  // wait said readable is copied instead.
+  bool woken = false, copyNext = false;
   auto moved = [&](std::size_t n) {
     if (left != kUntilEof) left -= n;
   };
   while (!ec) {
     if (!eof && left > 0 && (!pipe || pipe.held < pipe.capacity())) {
-      if (!pipe) pipe = pool.acquire();
+      if (!pipe && !copyNext) pipe = pool.acquire();
       if (!pipe) {
+        copyNext = woken = false;
         // No pipe: copy one read's worth through user space. Asio waits for
         // readability itself.
         auto space = scratch.prepare(static_cast<std::size_t>(std::min<std::uint64_t>(left, kCopyChunk)));
@@ -65,6 +73,7 @@ asio::awaitable<RelayResult> relay(tcp::socket& from, tcp::socket& to, IoBuffer&
       ssize_t n = ::splice(from.native_handle(), nullptr, pipe.writeFd(), nullptr, want,
                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
+        woken = false;
         pipe.held += static_cast<std::size_t>(n);
         moved(static_cast<std::size_t>(n));
         if (pipe.held >= pipe.capacity()) pipe.grow();
@@ -77,7 +86,12 @@ asio::awaitable<RelayResult> relay(tcp::socket& from, tcp::socket& to, IoBuffer&
         break;
       } else if (pipe.held == 0) {
         pipe.reset();  // nothing in flight: the pipe goes back while this direction waits
+        if (woken) {
+          copyNext = true;  // readable, yet nothing spliced: the urgent mark (above)
+          continue;
+        }
         co_await from.async_wait(tcp::socket::wait_read, tok(ec));
+        woken = true;
         continue;
       }
     }

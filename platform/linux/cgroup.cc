@@ -82,6 +82,7 @@ struct CgroupMount {
   std::string mountPoint;
   std::string fsType;      // "cgroup2" or "cgroup"
   std::string superOptions;
+  bool readOnly = false;   // the mount's own "ro"
 };
 
 std::vector<CgroupMount> cgroupMounts(std::string_view mountinfo) {
@@ -95,7 +96,7 @@ std::vector<CgroupMount> cgroupMounts(std::string_view mountinfo) {
     std::string_view fsType = fields[dash + 1];
     if (fsType != "cgroup2" && fsType != "cgroup") continue;
     out.push_back({unescapeOctal(fields[3]), unescapeOctal(fields[4]), std::string(fsType),
-                   std::string(fields[dash + 3])});
+                   std::string(fields[dash + 3]), hasToken(fields[5], "ro", ',')});
   }
   return out;
 }
@@ -280,9 +281,18 @@ std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::
   auto add = [](std::vector<CgroupHierarchy>& to, LimitMechanism m, std::string dir, unsigned controllers) {
     for (const auto& h : to)
       if (h.ownCgroupDir == dir) return;
-    to.push_back({m, std::move(dir), controllers});
+    to.push_back({m, std::move(dir), controllers, {}});
   };
-  for (const auto& mount : cgroupMounts(mountinfo)) {
+  // The controllers of ours a v1 mount carries; a controller is in one v1
+  // hierarchy only, so two mounts sharing one show the same hierarchy.
+  auto v1Controllers = [](const CgroupMount& mount) {
+    unsigned controllers = 0;
+    for (auto c : kControllers)
+      if (hasToken(mount.superOptions, v1Name(c), ',')) controllers |= bit(c);
+    return controllers;
+  };
+  const auto mounts = cgroupMounts(mountinfo);
+  for (const auto& mount : mounts) {
     if (mount.fsType == "cgroup2") {
       if (!unifiedPath) continue;
       if (auto dir = dirInMount(mount, *unifiedPath))
@@ -290,9 +300,7 @@ std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::
                                                          bit(CgroupController::kCpu));
       continue;
     }
-    unsigned controllers = 0;
-    for (auto c : kControllers)
-      if (hasToken(mount.superOptions, v1Name(c), ',')) controllers |= bit(c);
+    const unsigned controllers = v1Controllers(mount);
     if (controllers == 0) continue;
     // Our path in this hierarchy: the /proc/self/cgroup line naming one of its controllers.
     for (const auto& [names, path] : v1Paths) {
@@ -305,6 +313,12 @@ std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::
     }
   }
   cgroup2.insert(cgroup2.end(), v1.begin(), v1.end());
+  for (auto& h : cgroup2)
+    for (const auto& mount : mounts) {
+      const bool same = h.mechanism == LimitMechanism::kCgroup2 ? mount.fsType == "cgroup2"
+                                                                : (v1Controllers(mount) & h.controllers) != 0;
+      if (same && !mount.readOnly) h.writableMounts.push_back(mount.mountPoint);
+    }
   return cgroup2;
 }
 

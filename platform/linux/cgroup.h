@@ -80,6 +80,11 @@ struct CgroupHierarchy {
   // Bits (1 << CgroupController) of the controllers mounted there (v1); for
   // cgroup2 all of them: whether our cgroup may use one is checked on the host.
   unsigned controllers = 0;
+  // Every read-write mount point of this hierarchy in our mount namespace,
+  // whatever subtree it shows (a bind of it anywhere, /sys/fs/cgroup or
+  // not): a sandbox that may write beneath one could move itself into
+  // another cgroup, or raise its own cgroup's limits.
+  std::vector<std::string> writableMounts;
   bool has(CgroupController c) const noexcept { return controllers & (1u << static_cast<unsigned>(c)); }
 };
 

@@ -188,7 +188,7 @@ bool isDir(int fd) noexcept {
   return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool buildDev(int rootFd, const char* shmOptions, ChildError& error) noexcept {
+bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildError& error) noexcept {
   Fd dev(resolve(rootFd, "/dev"));
   if (dev.fd < 0) {
     error.add("openat2(newroot, \"/dev\")");
@@ -231,8 +231,7 @@ bool buildDev(int rootFd, const char* shmOptions, ChildError& error) noexcept {
   };
   Fd pts(subdir("pts"));
   if (pts.fd < 0) return false;
-  if (!mountAt("devpts", pts.fd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-               "newinstance,ptmxmode=0666,mode=0620", error))
+  if (!mountAt("devpts", pts.fd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, ptsOptions, error))
     return false;
   Fd shm(subdir("shm"));
   if (shm.fd < 0) return false;
@@ -374,6 +373,7 @@ MountPlan planMounts(const DerivedRules& rules) {
       static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   plan.tmpOptions = "mode=1777,size=" + std::to_string(sandboxTmpfsBytes(rules.limits().memoryBytes, ram));
   plan.userCounters = planUserCounterCaps();
+  plan.ptsOptions = "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(plan.userCounters.ptys);
   return plan;
 }
 
@@ -456,7 +456,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       if (!applyUserCounterCaps(freshProc.fd, plan.userCounters, error)) return false;
     }
   }
-  if (!buildDev(rootFd, plan.tmpOptions.c_str(), error)) return false;
+  if (!buildDev(rootFd, plan.tmpOptions.c_str(), plan.ptsOptions.c_str(), error)) return false;
 
   // 5. Writable binds.
   slot = plan.scratch.data();

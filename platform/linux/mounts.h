@@ -9,7 +9,9 @@
 //               their ancestors inside the writable tree pinned as mount
 //               points so they cannot be renamed away
 //   /proc       fresh, for the child's pid namespace
-//   /dev        tmpfs with null zero full random urandom tty, devpts, shm
+//   /dev        tmpfs with null zero full random urandom tty, devpts (its own
+//               instance, capped at the sandbox's share of the host's ptys:
+//               user_counters.h), shm
 //   /tmp        private tmpfs
 // Every tmpfs has a size: /tmp and /dev/shm sandboxTmpfsBytes() each, the
 // masks, /dev and the staging tmpfs 4 KiB (they hold empty files and
@@ -61,9 +63,11 @@ struct MountPlan {
   mutable std::vector<int> scratch;
   // Mount data of the private /tmp and /dev/shm: "mode=1777,size=<bytes>".
   std::string tmpOptions;
+  // Mount data of /dev/pts: a new instance with max=userCounters.ptys.
+  std::string ptsOptions;
   // The sandbox's share of the host user's per-user counters (user_counters.h):
   // the sysctls are written through the fresh /proc while /proc/sys is still
-  // writable; the RLIMITs are for spawn() to apply.
+  // writable; the RLIMITs are for spawn() to apply; ptys caps /dev/pts.
   UserCounterCaps userCounters;
 };
 

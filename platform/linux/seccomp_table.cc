@@ -103,6 +103,11 @@ constexpr Denial kDenials[] = {
     {"io_uring_setup", kAlways, EPERM, "io_uring bypasses seccomp for the calls it submits"},
     {"io_uring_enter", kAlways, EPERM, "io_uring bypasses seccomp for the calls it submits"},
     {"io_uring_register", kAlways, EPERM, "io_uring bypasses seccomp for the calls it submits"},
+    // fs.aio-max-nr is one count for the whole system, not per user or
+    // namespace: a sandbox's io_setup() calls took all 65,536 events, and every
+    // io_setup() on the host then failed with EAGAIN while it ran.
+    {"io_setup", kAlways, ENOSYS,
+     "reserves events from fs.aio-max-nr, one count for the whole host; ENOSYS makes libaio callers fall back"},
     {"kexec_load", kAlways, EPERM, "replaces the running kernel"},
     {"kexec_file_load", kAlways, EPERM, "replaces the running kernel"},
     {"init_module", kAlways, EPERM, "loads kernel code"},

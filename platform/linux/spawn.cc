@@ -604,13 +604,18 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
     const auto& where = cgroups->of(limit.controller);
     if (const auto* h = std::get_if<CgroupHierarchy>(&where)) {
       *limit.mechanism = h->mechanism;
-      // A writable cgroup tree would let the program move itself out of its cgroup.
+      // A writable cgroup tree would let the program move itself out of its
+      // cgroup: any mount of the hierarchy beneath a writable tree (the binds
+      // carry their submounts) or holding one, wherever it is mounted.
       for (const auto& w : mounts.writable)
-        if (policy::isWithin(h->ownCgroupDir, w) || policy::isWithin(w, "/sys/fs/cgroup"))
-          r.degradations.push_back(std::string(limit.field) + ": the policy makes \"" + w +
-                                   "\" writable, and with it the cgroup tree (" + h->ownCgroupDir +
-                                   "): the program could leave its " + cgroupControllerName(limit.controller) +
-                                   " cgroup");
+        for (const auto& m : h->writableMounts)
+          if (policy::isWithin(m, w) || policy::isWithin(w, m)) {
+            r.degradations.push_back(std::string(limit.field) + ": the policy makes \"" + w +
+                                     "\" writable, and with it the cgroup tree mounted at \"" + m +
+                                     "\" (" + h->ownCgroupDir + "): the program could leave its " +
+                                     cgroupControllerName(limit.controller) + " cgroup");
+            break;
+          }
     } else if (limit.fallback) {
       *limit.mechanism = LimitMechanism::kRlimit;
       r.degradations.push_back(std::string(limit.field) + ": enforced " + limit.fallback + " (" +

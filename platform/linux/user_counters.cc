@@ -15,11 +15,11 @@
 namespace stockade::platform {
 namespace {
 
-// The supervisor's value of /proc/sys/user/<name>; nullopt when this kernel
-// has no such counter.
+// The supervisor's value of /proc/sys/<name>; nullopt when this kernel has
+// no such counter.
 std::optional<std::uint64_t> hostSysctl(const char* name) {
   char path[96];
-  std::snprintf(path, sizeof path, "/proc/sys/user/%s", name);
+  std::snprintf(path, sizeof path, "/proc/sys/%s", name);
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   char text[32];
@@ -54,11 +54,19 @@ std::uint64_t sandboxShare(std::uint64_t hostLimit) noexcept {
   return hostLimit / kSandboxShareDivisor > 0 ? hostLimit / kSandboxShareDivisor : 1;
 }
 
+std::uint64_t sandboxPtyShare(std::uint64_t ptyMax, std::uint64_t ptyReserve) noexcept {
+  const std::uint64_t share = sandboxShare(ptyMax > ptyReserve ? ptyMax - ptyReserve : 0);
+  return share > 0 ? share : 1;
+}
+
 UserCounterCaps planUserCounterCaps() {
   UserCounterCaps caps;
   for (const char* name : {"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"})
-    if (auto host = hostSysctl(name))
+    if (auto host = hostSysctl((std::string("user/") + name).c_str()))
       caps.sysctls.push_back({std::string("sys/user/") + name, std::to_string(sandboxShare(*host))});
+  // The kernel's defaults (NR_UNIX98_PTY_DEFAULT, NR_UNIX98_PTY_RESERVE) when unreadable.
+  caps.ptys = sandboxPtyShare(hostSysctl("kernel/pty/max").value_or(4096),
+                              hostSysctl("kernel/pty/reserve").value_or(1024));
   if (rlimitsCountPerNamespace()) {
     caps.processes = rlimitShare(RLIMIT_NPROC);
     caps.pendingSignals = rlimitShare(RLIMIT_SIGPENDING);

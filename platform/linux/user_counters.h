@@ -31,6 +31,11 @@
 // Before 5.14 those RLIMITs count the host user's whole usage, so a share
 // would starve the sandbox instead of capping it: they are left alone, and
 // planUserCounterCaps() reports that as a degradation.
+// System-wide, not per user: pseudo-terminals. Every devpts instance but the
+// host's own draws on one count (kernel.pty.max, less the kernel.pty.reserve
+// kept for the host's instance): the sandbox's instance is mounted with
+// max=a quarter of that, so one sandbox cannot leave the others, and every
+// container on the host, without a pty (ENOSPC).
 // Not cappable per sandbox (per host user, not namespaced): epoll watches,
 // pipe buffer pages, file descriptors in flight over unix sockets -- README
 // "Known limits" says what bounds each.
@@ -58,12 +63,19 @@ struct UserCounterCaps {
   std::uint64_t pendingSignals = 0;     // RLIMIT_SIGPENDING
   std::uint64_t messageQueueBytes = 0;  // RLIMIT_MSGQUEUE
   std::uint64_t lockedBytes = 0;        // RLIMIT_MEMLOCK
+  // The "max" of the sandbox's devpts instance (mounts.cc); never 0.
+  std::uint64_t ptys = 0;
   // Set when this kernel cannot cap part of it (see above).
   std::optional<std::string> degradation;
 };
 
 // Pure: a sandbox's share of a host limit (at least 1 of a non-zero one).
 std::uint64_t sandboxShare(std::uint64_t hostLimit) noexcept;
+
+// Pure: the "max" of a sandbox's devpts instance, given kernel.pty.max and
+// kernel.pty.reserve (the share of what the instances other than the host's
+// may use together; at least 1).
+std::uint64_t sandboxPtyShare(std::uint64_t ptyMax, std::uint64_t ptyReserve) noexcept;
 
 // Parent side: the caps for one sandbox, from the supervisor's own values.
 UserCounterCaps planUserCounterCaps();

@@ -330,6 +330,52 @@ TEST_F(ProxyRobustnessTest, IdleTunnelIsClosedAfterTheIdleTimeout) {
   EXPECT_EQ(ev.back().bytesDown, 4u);
 }
 
+// TCP urgent data (send(MSG_OOB)) in a tunnel, from either side. splice()
+// never reads past the urgent mark, so a relay that only splices sees the
+// socket readable and moves nothing, forever: the tunnel carried no byte
+// after the mark and the proxy's io thread spun until the idle timeout. The
+// urgent byte travels inline, in its place in the stream.
+TEST_F(ProxyRobustnessTest, TcpUrgentDataInATunnelIsRelayedInlineFromEitherSide) {
+  EchoServer echo;
+  std::uint16_t urgentPort = 0;
+  auto urgentListener = listenLoopback(urgentPort);
+  std::thread urgentServer([fd = urgentListener.get()] {  // sends "x", urgent "!", "yz"
+    platform::UniqueFd c(::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c) return;
+    sendAll(c.get(), "x");
+    std::this_thread::sleep_for(50ms);
+    ::send(c.get(), "!", 1, MSG_OOB);
+    std::this_thread::sleep_for(50ms);
+    sendAll(c.get(), "yz");
+    char drain[64];
+    while (::recv(c.get(), drain, sizeof drain, 0) > 0) {
+    }
+  });
+  const std::string up = "echo.test:" + std::to_string(echo.port());
+  const std::string down = "urgent.test:" + std::to_string(urgentPort);
+  start({up, down, files()}, {}, {}, {{"echo.test", "127.0.0.1"}, {"urgent.test", "127.0.0.1"}});
+
+  // Client to upstream: an urgent byte between ordinary ones, echoed back.
+  auto a = connectLoopback(port_);
+  ASSERT_TRUE(connectTo(a.get(), up).starts_with("HTTP/1.1 200"));
+  sendAll(a.get(), "a");
+  EXPECT_EQ(readN(a.get(), 1), "a");
+  ASSERT_EQ(::send(a.get(), "!", 1, MSG_OOB), 1);
+  sendAll(a.get(), "bcd");
+  EXPECT_EQ(readN(a.get(), 4), "!bcd") << "the bytes after the urgent mark never reached the upstream";
+
+  // Upstream to client.
+  auto b = connectLoopback(port_);
+  ASSERT_TRUE(connectTo(b.get(), down).starts_with("HTTP/1.1 200"));
+  EXPECT_EQ(readN(b.get(), 4), "x!yz") << "the bytes after the upstream's urgent mark never reached the client";
+  b.reset();
+  urgentServer.join();
+  // The neighbour on the same proxy: an ordinary exchange.
+  sendAll(a.get(), "ping");
+  EXPECT_EQ(readN(a.get(), 4), "ping");
+  EXPECT_TRUE(stillServes());
+}
+
 TEST_F(ProxyRobustnessTest, GarbageNeverCrashesOrHangsTheProxy) {
   start({files()});
   std::mt19937_64 rng(1234);

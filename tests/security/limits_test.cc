@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "platform/linux/cgroup.h"
@@ -102,6 +103,38 @@ TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotA
   policy["filesystem"]["allowWrite"] = {ws};
   auto ok = run({"fork-until-fail", "3"});
   EXPECT_EQ(ok.err.find("could leave its pids cgroup"), std::string::npos) << ok.err;
+}
+
+// The cgroup tree need not be under /sys/fs/cgroup: a bind of the pids
+// hierarchy inside the workspace made it writable to the program (which moved
+// itself to the supervisor's cgroup and forked past the limit) while the
+// limit was still claimed as enforced. Every mount of the hierarchy counts.
+TEST_F(PidsLimitEscapeTest, APidsHierarchyMountedInsideAWritableTreeMakesTheLimitADegradationNotAClaim) {
+  if (!pidsCgroupRequired()) GTEST_SKIP() << "no pids cgroup for this user: the limit is reported as not enforced anyway";
+  if (::geteuid() != 0) GTEST_SKIP() << "binding the cgroup tree into the workspace needs root";
+  auto controller = platform::findCgroupController(platform::CgroupController::kPids);
+  ASSERT_TRUE(std::holds_alternative<platform::CgroupHierarchy>(controller)) << std::get<std::string>(controller);
+  const std::string base = std::get<platform::CgroupHierarchy>(controller).ownCgroupDir;
+  std::filesystem::create_directories(ws + "/cg");
+  // The bind lives in a mount namespace of the run's own (unshare -m), never on the host.
+  auto runWithBind = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"unshare", "-m", "--propagation", "private", "sh", "-c",
+                                     "mount --bind \"$0\" \"$1\" && shift && exec \"$@\"", base, ws + "/cg"};
+    for (const auto& a : stockadeArgv({"--audit", audit_})) argv.push_back(a);
+    argv.push_back(probe_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProcess(argv);
+  };
+  auto bound = runWithBind({"fork-until-fail", "3"});
+  EXPECT_EQ(bound.exitCode, 0) << bound.out << bound.err;
+  EXPECT_NE(bound.err.find("limits.pids: the policy makes \"" + ws + "\" writable, and with it the cgroup tree mounted "
+                           "at \"" + ws + "/cg\""),
+            std::string::npos)
+      << bound.err;
+  // The neighbour: the same policy and workspace without the bind claims nothing weaker.
+  auto plain = run({"fork-until-fail", "3"});
+  EXPECT_EQ(plain.exitCode, 0) << plain.out << plain.err;
+  EXPECT_EQ(plain.err.find("could leave its pids cgroup"), std::string::npos) << plain.err;
 }
 
 TEST_F(PidsLimitEscapeTest, CgroupsLeftByAKilledSupervisorAreSweptThoseOfALiveOneAreNot) {
@@ -348,7 +381,32 @@ TEST_F(FileSizeLimitTest, WithoutAFileSizeLimitFallocateIsNotTrapped) {
   EXPECT_EQ(lastEvent("denial"), nlohmann::json()) << "a fallocate() reached the supervisor without a limit";
 }
 
-class UserCountersTest : public SandboxLimitTest {};
+class UserCountersTest : public SandboxLimitTest {
+ protected:
+  // Runs `hold` (an OP-hold of the probe) in one sandbox and, once it holds
+  // all it could get, `meanwhile` on the host or in another sandbox; returns
+  // the holder's result.
+  ProcessResult whileHeld(const std::string& hold, const std::function<void()>& meanwhile) {
+    ProcessResult holder;
+    std::thread sandbox([&] { holder = run({hold, ws}); });
+    for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const bool ready = std::filesystem::exists(ws + "/ready");
+    if (ready) meanwhile();
+    std::ofstream(ws + "/go") << "go";
+    sandbox.join();
+    EXPECT_TRUE(ready) << holder.out << holder.err;
+    return holder;
+  }
+  // The holder ran, got something, and was stopped within `share` by `why`.
+  static void expectStoppedWithin(const ProcessResult& holder, const std::string& key, long share, const char* why) {
+    EXPECT_EQ(holder.exitCode, 0) << holder.out << holder.err;
+    const long held = lastCount(holder.out, key);
+    EXPECT_GE(held, 1) << holder.out;
+    EXPECT_LE(held, share) << holder.out;
+    EXPECT_NE(holder.out.find(std::string("errno=") + why), std::string::npos) << holder.out;
+  }
+};
 
 TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanStillCreateOne) {
   const long hostMax = std::atol(slurp("/proc/sys/user/max_inotify_instances").c_str());
@@ -362,24 +420,41 @@ TEST_F(UserCountersTest, AnInotifyFloodHitsTheSandboxsOwnCapWhileTheHostUserCanS
   auto cap = run({"cat", "/proc/sys/user/max_inotify_instances"});
   EXPECT_EQ(cap.out, std::to_string(share) + "\n") << cap.err;
 
-  ProcessResult flood;
-  std::thread sandbox([&] { flood = run({"inotify-hold", ws}); });
-  for (int i = 0; i < 3000 && !std::filesystem::exists(ws + "/ready"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  const bool ready = std::filesystem::exists(ws + "/ready");
   // While the sandbox holds every instance it could get:
-  int host = ::inotify_init1(IN_CLOEXEC);
-  const int hostErrno = errno;
-  std::ofstream(ws + "/go") << "go";
-  sandbox.join();
-  ASSERT_TRUE(ready) << flood.out << flood.err;
+  int host = -1, hostErrno = 0;
+  ProcessResult flood = whileHeld("inotify-hold", [&] {
+    host = ::inotify_init1(IN_CLOEXEC);
+    hostErrno = errno;
+  });
   EXPECT_GE(host, 0) << "the host user got " << strerrorname_np(hostErrno) << " while the sandbox ran";
   if (host >= 0) ::close(host);
-  EXPECT_EQ(flood.exitCode, 0) << flood.out << flood.err;
-  const long held = lastCount(flood.out, "inotify");
-  EXPECT_GE(held, 1) << flood.out;
-  EXPECT_LE(held, share) << flood.out;
-  EXPECT_NE(flood.out.find("errno=EMFILE"), std::string::npos) << flood.out;
+  expectStoppedWithin(flood, "inotify", share, "EMFILE");
+}
+
+// Pseudo-terminals are one count for the whole system (kernel.pty.max): a
+// sandbox's devpts instance once took every pty but the host's reserve, and
+// every other sandbox then got ENOSPC from posix_openpt().
+TEST_F(UserCountersTest, APtyFloodHitsTheSandboxsOwnCapWhileAnotherSandboxCanStillOpenOne) {
+  const long share = static_cast<long>(platform::sandboxPtyShare(
+      std::stoull(slurp("/proc/sys/kernel/pty/max")), std::stoull(slurp("/proc/sys/kernel/pty/reserve"))));
+  // While the first sandbox holds every pty it could get:
+  ProcessResult other;
+  ProcessResult flood = whileHeld("pty-hold", [&] { other = run({"pty-open"}); });
+  EXPECT_EQ(other.exitCode, 0) << "another sandbox got no pty while the first ran: " << other.out << other.err;
+  expectStoppedWithin(flood, "ptys", share, "ENOSPC");
+}
+
+// Linux AIO's events come from fs.aio-max-nr, one count for the whole host
+// that no namespace or cgroup divides: a sandbox once reserved all of them and
+// the host's own io_setup() failed with EAGAIN. The call is refused (ENOSYS,
+// so libaio callers fall back); glibc's POSIX AIO, built on threads, works.
+TEST_F(UserCountersTest, LinuxAioIsRefusedForItsSystemWideCountWhilePosixAioWorks) {
+  auto aio = run({"aio-setup", "65536"});
+  EXPECT_EQ(aio.exitCode, 1) << aio.out << aio.err;
+  EXPECT_NE(aio.out.find("errno=ENOSYS"), std::string::npos) << aio.out << aio.err;
+  auto posix = run({"posix-aio-write", ws + "/aio.txt", "written by aio_write"});
+  EXPECT_EQ(posix.exitCode, 0) << posix.out << posix.err;
+  EXPECT_EQ(slurp(ws + "/aio.txt"), "written by aio_write");
 }
 
 TEST_F(UserCountersTest, TheSandboxsTasksAndQueuedSignalsAreCappedAtAShareOfTheHostUsers) {

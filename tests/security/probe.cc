@@ -6,7 +6,9 @@
 // in one process (so one sandbox), printing "step-exit=N" after each, and
 // exits with the last one's status: a test puts the allowed neighbour and
 // the refused call in the same run, which proves the program ran.
+#include <aio.h>
 #include <arpa/inet.h>
+#include <linux/aio_abi.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
@@ -82,6 +84,27 @@ void spin(double seconds) {
   volatile unsigned long sink = 0;
   while (cpuSeconds() < until)
     for (int i = 0; i < 100000; ++i) sink = sink + static_cast<unsigned long>(i);
+}
+
+// OP-hold DIR: opens `what` (inotify instances, ptys) until one fails, or
+// 100000, prints "<what>=<count> errno=<why>", creates DIR/ready and holds
+// them until DIR/go appears (30 s at most).
+template <class Open>
+int holdUntilFailure(const char* what, const std::string& dir, Open open) {
+  long held = 0;
+  int failure = 0;
+  for (;;) {
+    if (open() < 0) {
+      failure = errno;
+      break;
+    }
+    if (++held == 100000) break;
+  }
+  std::printf("%s=%ld errno=%s\n", what, held, failure ? strerrorname_np(failure) : "none");
+  std::fflush(stdout);
+  ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
+  return 0;
 }
 
 int cat(const char* path) {
@@ -314,23 +337,27 @@ int runOp(int argc, char** argv) {
     if (fd < 0) return result(-1, "open");
     return result(::ioctl(fd, 0x4030582aUL /* FS_IOC_RESVSP64 */, &range), "ioctl(FS_IOC_RESVSP64)");
   }
-  if (op == "inotify-hold") {  // inotify-hold DIR: instances until one fails; DIR/ready; wait for DIR/go
-    long instances = 0;
-    int failure = 0;
-    for (;;) {
-      if (::inotify_init1(IN_CLOEXEC) < 0) {
-        failure = errno;
-        break;
-      }
-      if (++instances == 100000) break;
-    }
-    std::printf("inotify=%ld errno=%s\n", instances, failure ? strerrorname_np(failure) : "none");
-    std::fflush(stdout);
-    const std::string dir = arg(2);
-    ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-    for (int i = 0; i < 3000 && ::access((dir + "/go").c_str(), F_OK) != 0; ++i) ::usleep(10000);
-    return 0;
+  if (op == "inotify-hold") return holdUntilFailure("inotify", arg(2), [] { return ::inotify_init1(IN_CLOEXEC); });
+  if (op == "pty-hold") return holdUntilFailure("ptys", arg(2), [] { return ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC); });
+  if (op == "aio-setup") {  // aio-setup EVENTS: io_setup(), Linux AIO's context
+    aio_context_t context = 0;
+    return result(::syscall(SYS_io_setup, std::atol(arg(2)), &context), "io_setup");
   }
+  if (op == "posix-aio-write") {  // posix-aio-write PATH TEXT: glibc's aio_write(), then aio_suspend()
+    int fd = ::open(arg(2), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    const std::string text = arg(3);
+    aiocb cb{};
+    cb.aio_fildes = fd;
+    cb.aio_buf = const_cast<char*>(text.data());
+    cb.aio_nbytes = text.size();
+    if (::aio_write(&cb) != 0) return result(-1, "aio_write");
+    const aiocb* list[] = {&cb};
+    while (::aio_error(&cb) == EINPROGRESS) ::aio_suspend(list, 1, nullptr);
+    errno = ::aio_error(&cb);
+    return result(::aio_return(&cb) == static_cast<ssize_t>(text.size()) ? 0 : -1, "aio_write completion");
+  }
+  if (op == "pty-open") return result(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), "posix_openpt");
   if (op == "ioctl") {  // ioctl REQUEST-hex on fd 0
     unsigned long request = std::strtoul(arg(2), nullptr, 16);
     char c = 'x';

@@ -8,6 +8,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -218,6 +219,41 @@ Verdict smuggleDuplicateLength(const Context& c) {
   return smuggle(c, "Content-Length: 0\r\nContent-Length: 80\r\n", "");
 }
 
+// TCP urgent data inside a tunnel: splice() never reads past the urgent
+// mark, so a relay that only splices forwarded nothing after it while its io
+// thread spun (found in review; the proxy now relays the byte inline).
+Verdict tunnelUrgentData(const Context& c) {
+  if (auto n = allowedThroughProxy(c)) return *n;
+  int fd = connectTcp("127.0.0.1", 3128);
+  if (fd < 0) return unproven("connect to the proxy: " + errnoName(errno));
+  auto sendText = [fd](std::string_view text) { return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()); };
+  auto receive = [fd](std::string_view until) {
+    std::string out;
+    char buf[4096];
+    pollfd p = {fd, POLLIN, 0};
+    while (out.find(until) == std::string::npos && ::poll(&p, 1, 5000) == 1) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+  };
+  sendText(connectTo("allowed.test:" + port(c.origin)));
+  std::string established = receive("\r\n\r\n");
+  if (!established.starts_with("HTTP/1.1 200")) {
+    ::close(fd);
+    return unproven("CONNECT allowed.test: " + established.substr(0, established.find('\r')));
+  }
+  sendText("GET / HTTP/1.1\r\nHost: allowed.test\r\nX-Urgent: ");
+  const bool urgent = ::send(fd, "u", 1, MSG_OOB) == 1;
+  sendText("rgent\r\nConnection: close\r\n\r\n");
+  std::string reply = receive("hello");
+  ::close(fd);
+  if (!urgent) return unproven("send(MSG_OOB): " + errnoName(errno));
+  if (reply.starts_with("HTTP/1.1 200")) return held("the request after the urgent byte reached the origin and was answered");
+  return escaped("nothing after the urgent mark was forwarded: the tunnel wedged");
+}
+
 // SOCKS: version 4 is refused outright; version 5 decides like HTTP.
 Verdict socks4(const Context& c) {
   if (auto n = allowedThroughProxy(c)) return *n;
@@ -288,6 +324,8 @@ const bool registered = registerCases({
     {"proxy-parsing", "smuggle-cl-te", "Content-Length with Transfer-Encoding: chunked, hiding a request", "HTTP request smuggling (CL.TE)", smuggleClTe},
     {"proxy-parsing", "smuggle-te-obfuscated", "obfuscated Transfer-Encoding headers", "HTTP request smuggling (TE.TE)", smuggleTeObfuscated},
     {"proxy-parsing", "smuggle-duplicate-length", "two different Content-Length headers", "HTTP request smuggling (CL.CL)", smuggleDuplicateLength},
+    {"proxy-parsing", "tunnel-urgent-data", "TCP urgent data (MSG_OOB) inside a CONNECT tunnel",
+     "splice(2) stops at the urgent mark (review of issue 15's proxy)", tunnelUrgentData},
     {"proxy-parsing", "socks4", "a SOCKS4 CONNECT to 127.0.0.1", "SOCKS4 has no names to decide on", socks4},
     {"proxy-parsing", "socks4a", "a SOCKS4a CONNECT to denied.test", "SOCKS4a", socks4a},
     {"proxy-parsing", "socks5-ip", "a SOCKS5 CONNECT to 127.0.0.1", "direct IPs through SOCKS5", socks5Ip},

@@ -3,6 +3,7 @@
 // bounded (a count, a size, a time) so that one that is not stopped still
 // ends, and the case says it was not stopped.
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
@@ -197,6 +198,37 @@ Verdict inotifyInstances(const Context&) {
   return refused(-1, {EMFILE}, "inotify_init1 number " + std::to_string(fds.size() + 1));
 }
 
+// Pseudo-terminals are one count for the whole system: every devpts
+// instance but the host's shares kernel.pty.max less kernel.pty.reserve.
+Verdict ptyPool(const Context&) {
+  const long max = std::atol(readFile("/proc/sys/kernel/pty/max").c_str());
+  const long reserve = std::atol(readFile("/proc/sys/kernel/pty/reserve").c_str());
+  const long pool = max - reserve;  // what the instances other than the host's may use together
+  std::vector<int> fds;
+  while (static_cast<long>(fds.size()) < pool) {
+    int fd = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) break;
+    fds.push_back(fd);
+  }
+  int e = errno;
+  for (int fd : fds) ::close(fd);
+  if (auto n = neighbour(!fds.empty(), "one pty")) return *n;
+  if (static_cast<long>(fds.size()) > pool / 2)
+    return escaped(std::to_string(fds.size()) + " ptys of the " + std::to_string(pool) + " every sandbox and container shares");
+  errno = e;
+  return refused(-1, {ENOSPC}, "pty number " + std::to_string(fds.size() + 1));
+}
+
+// Linux AIO's events are one count for the whole system (fs.aio-max-nr).
+Verdict aioEvents(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/aio-neighbour", "x"), "write the workspace")) return *n;
+  aio_context_t context = 0;
+  const long max = std::atol(readFile("/proc/sys/fs/aio-max-nr").c_str());
+  long rc = ::syscall(SYS_io_setup, max > 0 ? max / 2 : 32768, &context);
+  if (rc == 0) ::syscall(SYS_io_destroy, context);
+  return refused(rc, {ENOSYS}, "io_setup() of half of fs.aio-max-nr");
+}
+
 // As an unprivileged user there is no cgroup to put the sandbox in: pids,
 // memory and CPU fall back to per-process rlimits, a reported degradation.
 constexpr Expectation kNoCgroupUnprivileged{Who::kUnprivileged, 9,
@@ -218,6 +250,10 @@ const bool registered = registerCases({
     {"resource-exhaustion", "cpu-fork-chain", "children each under cpuSeconds, together over it", "issue 9 §4", cpuForkChain,
      {}, kNoCgroupUnprivileged, "limits.cpuSeconds"},
     {"resource-exhaustion", "inotify-instances", "take every inotify instance of the host user", "issue 9 §4", inotifyInstances},
+    {"resource-exhaustion", "pty-pool", "take every pty the host's devpts instances share", "kernel.pty.max (review of issue 9 §4)",
+     ptyPool},
+    {"resource-exhaustion", "aio-events", "reserve half of the host's Linux AIO events", "fs.aio-max-nr (review of issue 9 §4)",
+     aioEvents},
 });
 
 }  // namespace

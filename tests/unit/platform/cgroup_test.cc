@@ -99,6 +99,24 @@ TEST(CgroupHierarchiesTest, EachV1ControllerIsFoundInItsOwnHierarchyAtOurPathThe
   EXPECT_EQ(found.size(), 3u);
 }
 
+// Every read-write mount of a hierarchy, wherever it is (a bind into a
+// workspace too), is where the sandbox could write its way out; a read-only
+// one and another hierarchy's are not.
+TEST(CgroupHierarchiesTest, EveryWritableMountOfTheHierarchyIsListedWhereverItIs) {
+  const std::string mountinfo = std::string(kHybridMountinfo) +
+                                "60 23 0:36 /user.slice /srv/ws/cg rw,relatime - cgroup cgroup rw,pids\n"
+                                "61 23 0:36 / /srv/ro-cg ro,relatime - cgroup cgroup rw,pids\n"
+                                "62 23 0:38 / /srv/ws/unified rw - cgroup2 cgroup2 rw\n";
+  const char* cgroup = "9:name=systemd:/\n8:pids:/user.slice/u1\n1:cpu:/\n0::/user.slice/u1\n";
+  const std::vector<std::string> unified{"/sys/fs/cgroup/unified", "/srv/ws/unified"},
+      pids{"/sys/fs/cgroup/pids", "/srv/ws/cg"};
+  auto found = cgroupHierarchies(mountinfo, cgroup);
+  ASSERT_GE(found.size(), 2u);
+  for (const auto& h : found)  // each mount showing our cgroup is a candidate; all see the same mounts
+    EXPECT_EQ(h.writableMounts, h.mechanism == LimitMechanism::kCgroup2 ? unified : pids) << h.ownCgroupDir;
+  EXPECT_EQ(found[0].ownCgroupDir, "/sys/fs/cgroup/unified/user.slice/u1");
+}
+
 TEST(CgroupHierarchiesTest, CoMountedV1ControllersShareOneHierarchy) {
   const char* mountinfo = "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
   auto found = cgroupHierarchies(mountinfo, "3:cpu,cpuacct:/job\n");

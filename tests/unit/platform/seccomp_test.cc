@@ -244,6 +244,8 @@ TEST(SeccompFilterTest, DeniedCallsOutsideSocketsKeepTheirAnswers) {
   };
   EXPECT_EQ(act({SYS_ptrace, {}}), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(act({SYS_clone3, {}}), SECCOMP_RET_ERRNO | ENOSYS);
+  EXPECT_EQ(act({SYS_io_setup, {64}}), SECCOMP_RET_ERRNO | ENOSYS);
+  EXPECT_EQ(act({SYS_io_submit, {}}), SECCOMP_RET_ALLOW);  // harmless without a context
   EXPECT_EQ(act({SYS_getpid, {}}), SECCOMP_RET_ALLOW);
   EXPECT_EQ(act({SYS_chmod, {0, 04755}}), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(act({SYS_chmod, {0, 0755}}), SECCOMP_RET_ALLOW);

@@ -16,6 +16,13 @@ TEST(SandboxShareTest, AQuarterOfTheHostLimitAndNeverNothingOfSomething) {
   EXPECT_EQ(sandboxShare(0), 0u);
 }
 
+TEST(SandboxShareTest, APtyShareIsAQuarterOfWhatDevptsInstancesOtherThanTheHostsMayUse) {
+  EXPECT_EQ(sandboxPtyShare(4096, 1024), 768u);  // the kernel's defaults
+  EXPECT_EQ(sandboxPtyShare(1024, 1024), 1u);    // none left beside the reserve: still one
+  EXPECT_EQ(sandboxPtyShare(100, 200), 1u);
+  EXPECT_GE(planUserCounterCaps().ptys, 1u);
+}
+
 TEST(SandboxShareTest, EveryPerNamespaceCounterOfThisKernelIsCapped) {
   auto caps = planUserCounterCaps();
   for (const char* name : {"max_inotify_instances", "max_inotify_watches", "max_fanotify_groups", "max_fanotify_marks"}) {
