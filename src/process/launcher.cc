@@ -148,7 +148,14 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
     for (auto& [name, text] : platform::decodeArguments(d.syscall, d.args)) decoded[name] = std::move(text);
     if (!decoded.empty()) event["decoded"] = std::move(decoded);
     event["error"] = strerrorname_np(d.error);
-    audit.decision("denial", std::move(event), {"layer", "syscall", "args", "error"});
+    // Two denials are the same decision when the table would decide them
+    // alike: the syscall and what its inspected arguments mean ("decoded":
+    // the family and type of a socket, an ioctl's request, open flags and
+    // modes, clone flags). Not the raw arguments: registers a call does not
+    // use hold whatever the process left there (stack addresses differ in
+    // every process), so keying on them let a loop of short-lived processes
+    // write one event per denial.
+    audit.decision("denial", std::move(event), {"layer", "syscall", "decoded", "error"});
     if (next) next(d);
   };
   watch.onEnd = [&audit = audit_, ids = identity(r), listeners, next = std::move(watch.onEnd)](const Ending& e) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -118,6 +119,35 @@ TEST_F(RunCliTest, TheAuditLogRecordsSpawnWithFingerprintAndExit) {
   EXPECT_TRUE(events.front()["enforcement"]["seccomp"].get<bool>());
   EXPECT_EQ(events.back()["event"], "exit");
   EXPECT_EQ(events.back()["exitCode"], 3);
+}
+
+TEST_F(RunCliTest, RepeatedDenialsFromManyProcessesAreWrittenOnceAndCounted) {
+  // 60 processes each make the same denied call, socket(AF_UNIX, SOCK_DGRAM),
+  // each with different garbage in the registers the call does not use.
+  const std::string& audit = audit_;
+  const auto started = std::chrono::steady_clock::now();
+  auto r = runProcess(run({"--cwd", dir_, "--audit", audit, "--", "/bin/sh", "-c",
+                           "for i in $(seq 60); do python3 -S -I -c 'import socket\ntry: "
+                           "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+                           "except PermissionError: print(\"refused\")'; done"}));
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::size_t refused = 0;
+  for (std::size_t at = r.out.find("refused"); at != std::string::npos; at = r.out.find("refused", at + 1)) ++refused;
+  ASSERT_EQ(refused, 60u) << r.out;  // every process ran and was refused
+  std::ifstream in(audit);
+  long lines = 0, counted = 0;
+  for (std::string line; std::getline(in, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] != "denial" || event["syscall"] != "socket" ||
+        event["decoded"]["type"] != "SOCK_DGRAM|SOCK_CLOEXEC")
+      continue;
+    ++lines;
+    counted += event.contains("count") ? event["count"].get<long>() : 1;
+  }
+  EXPECT_EQ(counted, 60);  // nothing lost
+  // The first one, then the repeats as one count per flush (every second).
+  EXPECT_LE(lines, 2 + seconds.count()) << "over " << seconds.count() << " s";
 }
 
 TEST_F(RunCliTest, TheAuditLogRecordsASetupFailure) {
