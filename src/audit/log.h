@@ -57,9 +57,12 @@ class Log {
 
   // A decision that may repeat (a proxy verdict, a seccomp denial). `key`
   // names the fields that make two decisions the same, beside the event,
-  // "sandboxId", "runId" and "processId"; other fields are written with the
-  // first occurrence only.
-  void decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key) noexcept;
+  // "sandboxId", "runId" and "processId". `summed` names numeric fields that
+  // measure each occurrence (bytes, durations): the line for the repeats
+  // carries their totals over the repeats, so folding never hides how much
+  // went through. Other fields are written with the first occurrence only.
+  void decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key,
+                std::initializer_list<std::string_view> summed = {}) noexcept;
 
   // Writes the counts of repeated decisions seen since the last flush.
   void flush() noexcept;
@@ -74,6 +77,7 @@ class Log {
  private:
   struct Repeated {
     nlohmann::json fields;  // the identity: event-independent fields of the key
+    nlohmann::json sums = nlohmann::json::object();  // the summed fields over the repeats
     std::string event;
     std::string sandboxId;
     std::size_t pending = 0;  // seen since the last line written for it

@@ -16,6 +16,7 @@
 #include "src/audit/event.h"
 #include "src/audit/file_sink.h"
 #include "src/audit/log.h"
+#include "src/audit/proxy_event.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
@@ -85,9 +86,45 @@ TEST(AuditLogTest, RepeatedIdenticalDecisionsAreWrittenOnceThenCountedAtTheFlush
   EXPECT_EQ(summary["count"], 999);
   EXPECT_TRUE(summary["repeated"].get<bool>());
   EXPECT_LE(summary["firstTime"].get<std::string>(), summary["lastTime"].get<std::string>());
-  EXPECT_FALSE(summary.contains("durationUs")) << "only the identity of the decision is aggregated";
+  EXPECT_FALSE(summary.contains("durationUs")) << "not a summed field of this decision";
   log.flush();
   EXPECT_EQ(c.events.size(), 3u) << "nothing new, nothing written";
+}
+
+TEST(AuditLogTest, RepeatedProxyDecisionsCarryTheTotalsOfWhatTheirRepeatsMoved) {
+  // One allowed host, many uploads: folded into one line, the volume must still show.
+  Collected c;
+  Log log;
+  log.setSink(c.sink());
+  proxy::ProxyEvent e;
+  e.sandboxId = "s1";
+  e.runId = "r1";
+  e.protocol = proxy::Protocol::kConnect;
+  e.host = "allowed.test";
+  e.port = 443;
+  e.verdict = proxy::EventVerdict::kAllowed;
+  e.rule = "allowedDomains[0]";
+  e.bytesUp = 100;
+  writeProxyEvent(log, e);
+  for (int i = 0; i < 10; ++i) {
+    e.bytesUp = 10'000'000;
+    e.bytesDown = 7;
+    e.duration = std::chrono::microseconds(3);
+    writeProxyEvent(log, e);
+  }
+  ASSERT_EQ(c.events.size(), 1u);
+  EXPECT_EQ(c.events[0]["bytesUp"], 100);
+  log.flush();
+  ASSERT_EQ(c.events.size(), 2u);
+  EXPECT_EQ(c.events[1]["count"], 10);
+  EXPECT_EQ(c.events[1]["bytesUp"], 100'000'000) << c.events[1].dump();
+  EXPECT_EQ(c.events[1]["bytesDown"], 70);
+  EXPECT_EQ(c.events[1]["durationUs"], 30);
+  // The next flush period starts its totals afresh.
+  writeProxyEvent(log, e);
+  log.flush();
+  ASSERT_EQ(c.events.size(), 3u);
+  EXPECT_EQ(c.events[2]["bytesUp"], 10'000'000);
 }
 
 TEST(AuditLogTest, ADecisionOfAnotherProcessIsNotFoldedIntoThisOnesCount) {
