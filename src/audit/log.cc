@@ -85,7 +85,7 @@ void Log::emit(std::string_view event, nlohmann::json fields, Clock::time_point 
 }
 
 void Log::write(std::string_view event, nlohmann::json fields) noexcept {
-  emit(event, std::move(fields), Clock::now(), /*forced=*/false);
+  emit(event, std::move(fields), Clock::now(), /*forced=*/true);
 }
 
 void Log::decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key,

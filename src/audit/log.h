@@ -8,9 +8,12 @@
 //    and written as ONE event with "count", "firstTime" and "lastTime" when
 //    the log is flushed (flush(): on the supervisor's timer, and at the end
 //    of the sandbox);
-//  - every sandbox has a cap on the events written for it; past it, events
-//    are counted, not written, and closeSandbox() writes one final
-//    "audit_dropped" event with the count.
+//  - every sandbox has a cap on the decisions written for it; past it,
+//    decisions are counted, not written, and closeSandbox() writes one final
+//    "audit_dropped" event with the count. One-off events (write(): spawn,
+//    exit, ...) are the host's own, one per action of it, and never capped:
+//    a child that floods the cap cannot keep its own exit (which counts its
+//    denials) out of the log.
 //
 // Thread-safety: every member function may be called from any thread. Lines
 // reach the sink one at a time, in the order they were written.
@@ -32,8 +35,9 @@
 namespace stockade::audit {
 
 struct Limits {
-  // Events written per sandbox (by "sandboxId") before the rest are dropped
-  // and counted; 0: no cap. The final "audit_dropped" event is not counted.
+  // Decisions written per sandbox (by "sandboxId", repeat lines included)
+  // before the rest are dropped and counted; 0: no cap. One-off events are
+  // not capped.
   std::size_t maxEventsPerSandbox = 10000;
 };
 
@@ -51,7 +55,7 @@ class Log {
   void setSink(Sink sink);
   void setLimits(Limits limits);
 
-  // A one-off event (admit, spawn, exit, dispose, ...). Never throws; a sink
+  // A one-off event (admit, spawn, exit, dispose, ...), never capped. Never throws; a sink
   // that throws is reported through spdlog.
   void write(std::string_view event, nlohmann::json fields = nlohmann::json::object()) noexcept;
 

@@ -152,10 +152,13 @@ TEST(AuditLogTest, ASandboxPastItsCapIsCountedAndAFinalEventSaysHowManyWereDropp
   Collected c;
   Log log({.maxEventsPerSandbox = 5});
   log.setSink(c.sink());
-  for (int i = 0; i < 50; ++i) log.write("spawn", {{"sandboxId", "noisy"}, {"n", i}});
-  for (int i = 0; i < 3; ++i) log.write("spawn", {{"sandboxId", "quiet"}, {"n", i}});
-  EXPECT_EQ(c.count("spawn"), 8u) << "5 of the noisy sandbox, 3 of the quiet one: one sandbox's flood is its own";
+  for (int i = 0; i < 50; ++i) log.decision("denial", {{"sandboxId", "noisy"}, {"args", i}}, {"args"});
+  for (int i = 0; i < 3; ++i) log.decision("denial", {{"sandboxId", "quiet"}, {"args", i}}, {"args"});
+  EXPECT_EQ(c.count("denial"), 8u) << "5 of the noisy sandbox, 3 of the quiet one: one sandbox's flood is its own";
   EXPECT_EQ(c.count("audit_capped"), 1u);
+  // The host's own events of the capped sandbox still go in: its exit says how it ended.
+  log.write("exit", {{"sandboxId", "noisy"}, {"denials", 50}});
+  EXPECT_EQ(c.count("exit"), 1u) << "a child's flood kept its own exit out of the log";
   log.closeSandbox("noisy");
   ASSERT_EQ(c.count("audit_dropped"), 1u);
   EXPECT_EQ(c.events.back()["event"], "audit_dropped");
