@@ -201,9 +201,10 @@ class SandboxManager {
   // createSandbox/narrow/run/dispose from it throws std::logic_error, and an
   // exception thrown by the sink is logged and otherwise ignored.
   void setAuditSink(std::function<void(const std::string& jsonLine)> sink);
-  // At most `maxEventsPerSandbox` events are written per sandbox (0: no
-  // cap; default 10000); past it they are counted, and the sandbox's end
-  // writes one "audit_dropped" event with the count.
+  // At most `maxEventsPerSandbox` decisions (denials, proxy verdicts) are
+  // written per sandbox (0: no cap; default 10000); past it they are
+  // counted, and the sandbox's end writes one "audit_dropped" event with the
+  // count. The one-off events (admit, spawn, exit, ...) are always written.
   void setAuditLimits(std::size_t maxEventsPerSandbox);
   // Output retained per process-service process (default 1 MiB) and for all
   // of them together (default 256 MiB); the oldest output goes first, and

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "platform/linux/mountinfo.h"
+
 namespace stockade::platform {
 namespace {
 
@@ -62,42 +64,12 @@ bool hasToken(std::string_view list, std::string_view token, char sep) {
   return false;
 }
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescapeOctal(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-      out.push_back(static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-struct CgroupMount {
-  std::string root;        // the subtree of the hierarchy mounted here
-  std::string mountPoint;
-  std::string fsType;      // "cgroup2" or "cgroup"
-  std::string superOptions;
-  bool readOnly = false;   // the mount's own "ro"
-};
+using CgroupMount = MountEntry;
 
 std::vector<CgroupMount> cgroupMounts(std::string_view mountinfo) {
   std::vector<CgroupMount> out;
-  for (auto line : split(mountinfo, '\n')) {
-    auto fields = split(line, ' ');
-    // id parent major:minor root mount-point options [optional...] - fstype source super-options
-    std::size_t dash = 6;
-    while (dash < fields.size() && fields[dash] != "-") ++dash;
-    if (dash + 3 >= fields.size()) continue;
-    std::string_view fsType = fields[dash + 1];
-    if (fsType != "cgroup2" && fsType != "cgroup") continue;
-    out.push_back({unescapeOctal(fields[3]), unescapeOctal(fields[4]), std::string(fsType),
-                   std::string(fields[dash + 3]), hasToken(fields[5], "ro", ',')});
-  }
+  for (auto& m : parseMountInfo(mountinfo))
+    if (m.fsType == "cgroup2" || m.fsType == "cgroup") out.push_back(std::move(m));
   return out;
 }
 

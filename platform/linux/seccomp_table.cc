@@ -3,18 +3,14 @@
 // without the rest of the platform library.
 #include "platform/linux/seccomp.h"
 
-#include <linux/kd.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
-#include <linux/vt.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,9 +25,6 @@
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080  // Linux 5.6
-#endif
-#ifndef TIOCLINUX
-#define TIOCLINUX 0x541C
 #endif
 
 namespace stockade::platform {
@@ -127,32 +120,7 @@ constexpr Denial kDenials[] = {
     {"clone3", kAlways, ENOSYS, "flags live in memory the filter cannot read; ENOSYS makes libc use clone()"},
     {"open_by_handle_at", kAlways, EPERM, "opens files by handle, bypassing path-based masks"},
     {"name_to_handle_at", kAlways, EPERM, "produces handles for open_by_handle_at"},
-    {"ioctl", low32Is(1, TIOCSTI), EPERM, "TIOCSTI injects input into the controlling terminal"},
-    {"ioctl", low32Is(1, TIOCLINUX), EPERM, "TIOCLINUX can inject input on virtual consoles"},
-    // Terminal state that outlives the sandbox (`stockade run -T` hands the
-    // operator's terminal to the child; a PTY of the sandbox's own is harmless
-    // to change, but nothing a program needs uses these).
-    {"ioctl", low32Is(1, TIOCSETD), EPERM, "changes the line discipline: the terminal stays dead after the sandbox"},
-    {"ioctl", low32Is(1, TIOCCONS), EPERM, "redirects the system console to this terminal"},
-    {"ioctl", low32Is(1, TIOCVHANGUP), EPERM, "hangs the terminal up for every process that has it open"},
-    {"ioctl", low32Is(1, TIOCEXCL), EPERM, "makes the terminal exclusive: nobody can open it after the sandbox"},
-    {"ioctl", low32Is(1, TIOCSSERIAL), EPERM, "reconfigures the serial line behind the terminal"},
-    {"ioctl", low32Is(1, TIOCMSET), EPERM, "sets the modem lines (DTR drop hangs the line up)"},
-    {"ioctl", low32Is(1, TIOCMBIS), EPERM, "sets the modem lines (DTR drop hangs the line up)"},
-    {"ioctl", low32Is(1, TIOCMBIC), EPERM, "clears the modem lines (DTR drop hangs the line up)"},
-    {"ioctl", low32Is(1, KDSETMODE), EPERM, "virtual console graphics mode outlives the sandbox"},
-    {"ioctl", low32Is(1, KDSKBMODE), EPERM, "virtual console keyboard mode (raw: a dead keyboard) outlives the sandbox"},
-    {"ioctl", low32Is(1, KDSKBMETA), EPERM, "virtual console keyboard mode outlives the sandbox"},
-    {"ioctl", low32Is(1, KDSKBENT), EPERM, "rewrites the console keymap for every user"},
-    {"ioctl", low32Is(1, KDSKBSENT), EPERM, "rewrites console function-key strings (typed later as input)"},
-    {"ioctl", low32Is(1, KDSKBDIACR), EPERM, "rewrites the console accent table for every user"},
-    {"ioctl", low32Is(1, KDSETKEYCODE), EPERM, "rewrites the console keycode table for every user"},
-    {"ioctl", low32Is(1, KDSIGACCEPT), EPERM, "takes the console's keyboard signals"},
-    {"ioctl", low32Is(1, VT_ACTIVATE), EPERM, "switches the active virtual console"},
-    {"ioctl", low32Is(1, VT_SETMODE), EPERM, "takes control of virtual console switching"},
-    {"ioctl", low32Is(1, VT_RELDISP), EPERM, "takes part in virtual console switching"},
-    {"ioctl", low32Is(1, VT_DISALLOCATE), EPERM, "frees virtual consoles"},
-    {"ioctl", low32Is(1, VT_RESIZE), EPERM, "resizes every virtual console"},
+    // Terminal ioctls: an allow-list (kTerminalIoctls below), not rows here.
     // The child may be the host's uid 0 (stockade run by root): a setuid or
     // setgid bit it sets on a file in a writable tree would make that file
     // run as root on the host later. Every call that sets mode bits refuses them.
@@ -226,6 +194,80 @@ constexpr SocketAllow kSocketAllows[] = {
     {"socketpair", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed,
      "a datagram pair can also sendto() any unix socket it can see: only when the policy allows unix sockets"},
 };
+
+// THE terminal ioctl allow-list. `stockade run -T` (and a run whose stdin or
+// stdout alone is a terminal) hands the operator's terminal to the child, and
+// whatever it changes there outlives it: the line discipline (TIOCSETD: a dead
+// terminal), output flow (TCXONC/TCOOFF: a terminal that never prints again),
+// typed input (TIOCSTI), the console's keymap, font and mode. A filter cannot
+// tell that terminal from one the program made itself, so in the request
+// spaces of the terminal and console drivers ('T', and the legacy 'K' and 'V'
+// numbers) only these requests pass: reading state, setting the attributes
+// (restored at the end, platform/linux/pty.h) and the window size (PTYs of its
+// own need it; on the operator's terminal it lasts until the next resize), the
+// descriptor flags every program uses (FIONBIO, FIOCLEX, FIONREAD also on
+// pipes and sockets), and what making and using a PTY of its own needs
+// (TIOCGPTN, TIOCSPTLCK, TIOCSCTTY, TIOCSPGRP). Every other request there is
+// refused (EPERM, audited) -- one the kernel adds next year included.
+struct IoctlSpace {
+  std::uint32_t mask, value;  // (request & mask) == value, in the low 32 bits the kernel reads
+  const char* name;
+};
+constexpr IoctlSpace kTerminalIoctlSpaces[] = {
+    {0x0000ff00, 0x5400, "a terminal ioctl ('T')"},        // legacy numbers and encoded ones (TCGETS2, TIOCGPTN)
+    {0xffffff00, 0x4b00, "a virtual console ioctl (KD*)"},  // legacy numbers only: encoded 'K' is not the console's
+    {0xffffff00, 0x5600, "a virtual console ioctl (VT_*)"},  // legacy numbers only: encoded 'V' is video4linux
+};
+constexpr std::uint32_t kTerminalIoctls[] = {
+    0x5401, 0x5402, 0x5403, 0x5404,  // TCGETS, TCSETS, TCSETSW, TCSETSF (tcgetattr, tcsetattr)
+    0x5405, 0x5406, 0x5407, 0x5408,  // TCGETA, TCSETA, TCSETAW, TCSETAF
+    0x5409, 0x540b, 0x5425,          // TCSBRK (tcdrain, tcsendbreak), TCFLSH (tcflush), TCSBRKP
+    0x540d, 0x540e,                  // TIOCNXCL, TIOCSCTTY (a PTY of its own as controlling terminal)
+    0x540f, 0x5410, 0x5429,          // TIOCGPGRP, TIOCSPGRP (job control), TIOCGSID
+    0x5411, 0x541b,                  // TIOCOUTQ, FIONREAD (also on pipes and sockets)
+    0x5413, 0x5414,                  // TIOCGWINSZ, TIOCSWINSZ
+    0x5415, 0x5419, 0x541e, 0x542e,  // TIOCMGET, TIOCGSOFTCAR, TIOCGSERIAL, TIOCGRS485: reads
+    0x5420, 0x5422, 0x5424, 0x5428,  // TIOCPKT (a master of its own), TIOCNOTTY, TIOCGETD, TIOCCBRK
+    0x5421, 0x5450, 0x5451, 0x5452,  // FIONBIO, FIONCLEX, FIOCLEX, FIOASYNC: any descriptor
+    0x5441, 0x5456, 0x5459,          // TIOCGPTPEER, TIOCGLCKTRMIOS, TIOCSERGETLSR
+    0x545c, 0x545d, 0x5460,          // TIOCMIWAIT, TIOCGICOUNT, FIOQSIZE (files and directories)
+    0x802c542a, 0x402c542b, 0x402c542c, 0x402c542d,  // TCGETS2, TCSETS2, TCSETSW2, TCSETSF2
+    0x80045430, 0x40045431, 0x80045432,              // TIOCGPTN (ptsname), TIOCSPTLCK (unlockpt), TIOCGDEV
+    0x40045436, 0x80045438, 0x80045439, 0x80045440,  // TIOCSIG (a master of its own), TIOCGPKT, TIOCGPTLCK, TIOCGEXCL
+    0x80285442,                                      // TIOCGISO7816
+    0x4b31, 0x4b33, 0x4b3b, 0x4b44, 0x4b62, 0x4b64,  // KDGETLED, KDGKBTYPE, KDGETMODE, KDGKBMODE, KDGKBMETA, KDGKBLED
+    0x5600, 0x5601, 0x5603,                          // VT_OPENQRY, VT_GETMODE, VT_GETSTATE
+};
+
+// Deny rules for every request of `space` (bits `fixed` equal to `value`)
+// that is none of `allowed`, splitting on the highest open bit.
+void denyTerminalIoctls(const IoctlSpace& space, const std::vector<std::uint32_t>& allowed, std::uint32_t fixed,
+                        std::uint32_t value, std::vector<SeccompRule>& out) {
+  if (allowed.empty()) {
+    out.push_back({"ioctl", {{1, Op::kMaskedEquals, fixed, value}}, EPERM,
+                   std::string(space.name) + " not in the terminal ioctl allow-list: its effect could outlive the "
+                                             "program on the operator's terminal",
+                   true});
+    return;
+  }
+  if (fixed == 0xffffffffu) return;  // exactly an allowed request
+  const std::uint32_t bit = 1u << (31 - std::countl_zero(~fixed));
+  for (std::uint32_t v : {0u, bit}) {
+    std::vector<std::uint32_t> sub;
+    for (std::uint32_t request : allowed)
+      if ((request & bit) == v) sub.push_back(request);
+    denyTerminalIoctls(space, sub, fixed | bit, value | v, out);
+  }
+}
+
+void addTerminalIoctlRules(std::vector<SeccompRule>& out) {
+  for (const auto& space : kTerminalIoctlSpaces) {
+    std::vector<std::uint32_t> allowed;
+    for (std::uint32_t request : kTerminalIoctls)
+      if ((request & space.mask) == space.value) allowed.push_back(request);
+    denyTerminalIoctls(space, allowed, space.mask, space.value, out);
+  }
+}
 
 // Bits of a socket type argument that are flags, not the type.
 constexpr std::uint64_t kSocketTypeFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
@@ -406,6 +448,7 @@ std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
       out.push_back({call, {c.arg}, EPERM, kNamespaceReason, true});
     }
   addSocketRules(options, out);
+  addTerminalIoctlRules(out);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "platform/linux/mountinfo.h"
 #include "policy/paths.h"
 #include "src/audit/event.h"
 
@@ -14,6 +15,44 @@ namespace stockade::audit {
 namespace {
 
 std::string errnoText(int err) { return std::string(strerrorname_np(err) ? strerrorname_np(err) : "?") + " (" + std::strerror(err) + ")"; }
+
+struct Tree {
+  std::string path;
+  platform::FilesystemLocation location;
+};
+
+// Where each writable tree that exists lies in its filesystem.
+std::variant<std::vector<Tree>, std::string> locateTrees(const std::vector<std::string>& trees) {
+  std::vector<Tree> out;
+  for (const auto& tree : trees) {
+    platform::UniqueFd fd(::open(tree.c_str(), O_PATH | O_CLOEXEC));
+    if (!fd) continue;  // not there: nothing of it can be reached another way
+    struct stat st;
+    // Only files and directories have places in a filesystem ("/dev/stderr" may be a pipe).
+    if (::fstat(fd.get(), &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) continue;
+    auto located = platform::filesystemLocation(fd.get());
+    if (auto* err = std::get_if<std::string>(&located)) return "locating the writable tree " + printable(tree) + ": " + *err;
+    out.push_back({tree, std::get<platform::FilesystemLocation>(std::move(located))});
+  }
+  return out;
+}
+
+// The writable tree the file or directory open as `fd` lies in, whatever
+// path reached it (a bind mount shows a tree at a second place), or an error.
+std::variant<const Tree*, std::string> treeHolding(int fd, const std::vector<Tree>& trees) {
+  auto located = platform::filesystemLocation(fd);
+  if (auto* err = std::get_if<std::string>(&located)) return *err;
+  const auto& here = std::get<platform::FilesystemLocation>(located);
+  for (const auto& tree : trees)
+    if (tree.location.device == here.device && policy::isWithin(here.path, tree.location.path)) return &tree;
+  return static_cast<const Tree*>(nullptr);
+}
+
+std::string insideTree(const std::string& path, const std::string& tree, const std::string& how) {
+  return printable(path) + " lies inside the writable tree " + printable(tree) + " of the policy" + how +
+         ", where the sandboxed program could replace it (with a symlink to a file of yours, or a FIFO) or rewrite "
+         "it; put the audit log outside every writable path";
+}
 
 }  // namespace
 
@@ -35,10 +74,11 @@ std::variant<FileSink, std::string> FileSink::open(const std::string& given,
   if (name.empty()) return printable(given) + " names a directory; name a file";
 
   for (const auto& tree : writableTrees)
-    if (policy::isWithin(path, tree))
-      return printable(path) + " lies inside the writable tree " + printable(tree) +
-             " of the policy, where the sandboxed program could replace it (with a symlink to a file of yours, "
-             "or a FIFO); put the audit log outside every writable path";
+    if (policy::isWithin(path, tree)) return insideTree(path, tree, "");
+  auto located = locateTrees(writableTrees);
+  if (auto* err = std::get_if<std::string>(&located)) return *err;
+  const auto& trees = std::get<std::vector<Tree>>(located);
+  constexpr const char* kOtherPath = " (reached here through another path to it: a bind mount)";
 
   platform::UniqueFd dir(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return std::string("open(\"/\", O_PATH|O_DIRECTORY) failed: ") + errnoText(errno);
@@ -61,6 +101,9 @@ std::variant<FileSink, std::string> FileSink::open(const std::string& given,
     dir = std::move(next);
     start = end + 1;
   }
+  auto holder = treeHolding(dir.get(), trees);
+  if (auto* err = std::get_if<std::string>(&holder)) return "locating the directory of " + printable(path) + ": " + *err;
+  if (auto* tree = std::get<const Tree*>(holder)) return insideTree(path, tree->path, kOtherPath);
   platform::UniqueFd fd(
       ::openat(dir.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (!fd) {
@@ -75,6 +118,13 @@ std::variant<FileSink, std::string> FileSink::open(const std::string& given,
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return "fstat(" + printable(path) + ") failed: " + errnoText(errno);
   if (!S_ISREG(st.st_mode)) return printable(path) + " is not a regular file; name a regular file for the audit log";
+  // Another name of the same file could be inside a writable tree.
+  if (st.st_nlink > 1)
+    return printable(path) + " has " + std::to_string(st.st_nlink) +
+           " hard links, and the sandboxed program could write it through another of them; name a file of its own";
+  holder = treeHolding(fd.get(), trees);  // a tree naming this very file, reached through a bind of it
+  if (auto* err = std::get_if<std::string>(&holder)) return "locating " + printable(path) + ": " + *err;
+  if (auto* tree = std::get<const Tree*>(holder)) return insideTree(path, tree->path, kOtherPath);
   // Opened non-blocking only so that a FIFO could not hang the open; a regular file never blocks.
   if (::fcntl(fd.get(), F_SETFL, O_APPEND) != 0) return "fcntl(F_SETFL, O_APPEND) failed: " + errnoText(errno);
   FileSink sink;

@@ -6,9 +6,13 @@
 // nothing. At the open: the parent directory is reached from "/" one
 // component at a time with O_NOFOLLOW (a symlink anywhere on the way is
 // refused, so the parent is a real directory), the file itself is opened
-// with O_NOFOLLOW|O_APPEND|O_CREAT|O_CLOEXEC and must be a regular file, and
-// a path inside any tree the sandbox may write is refused: a child could
-// otherwise have planted a symlink or FIFO there before the next run opens it.
+// with O_NOFOLLOW|O_APPEND|O_CREAT|O_CLOEXEC and must be a regular file with
+// no other hard link, and a path inside any tree the sandbox may write is
+// refused: a child could otherwise rewrite the log, or plant a symlink or
+// FIFO there before the next run opens it. "Inside" is decided by the path
+// and again by place in the filesystem (platform/linux/mountinfo.h), so a
+// tree reached through a bind mount of it (or of a directory in it) is
+// inside it too.
 #pragma once
 
 #include <string>

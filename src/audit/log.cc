@@ -85,10 +85,11 @@ void Log::emit(std::string_view event, nlohmann::json fields, Clock::time_point 
 }
 
 void Log::write(std::string_view event, nlohmann::json fields) noexcept {
-  emit(event, std::move(fields), Clock::now(), /*forced=*/false);
+  emit(event, std::move(fields), Clock::now(), /*forced=*/true);
 }
 
-void Log::decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key) noexcept try {
+void Log::decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key,
+                   std::initializer_list<std::string_view> summed) noexcept try {
   const auto now = Clock::now();
   nlohmann::json identity = nlohmann::json::object();
   for (const char* name : {"sandboxId", "runId", "processId"})
@@ -100,8 +101,18 @@ void Log::decision(std::string_view event, nlohmann::json fields, std::initializ
     std::lock_guard lock(mu_);
     auto it = repeated_.find(id);
     if (it != repeated_.end()) {
-      if (it->second.pending++ == 0) it->second.first = now;
-      it->second.last = now;
+      Repeated& r = it->second;
+      if (r.pending++ == 0) r.first = now;
+      r.last = now;
+      for (std::string_view name : summed) {
+        auto value = fields.find(std::string(name));
+        if (value == fields.end() || !value->is_number()) continue;
+        auto& total = r.sums[std::string(name)];
+        if (value->is_number_float() || total.is_number_float())
+          total = total.is_null() ? value->get<double>() : total.get<double>() + value->get<double>();
+        else
+          total = total.is_null() ? value->get<std::int64_t>() : total.get<std::int64_t>() + value->get<std::int64_t>();
+      }
       return;
     }
     Repeated r;
@@ -128,6 +139,7 @@ void Log::flushLocked(const std::string* onlySandbox, std::vector<Repeated>& out
       it = repeated_.erase(it);
     } else {
       r.pending = 0;
+      r.sums = nlohmann::json::object();
       ++it;
     }
   }
@@ -135,6 +147,7 @@ void Log::flushLocked(const std::string* onlySandbox, std::vector<Repeated>& out
 
 void Log::emitRepeated(Repeated r) noexcept {
   nlohmann::json fields = std::move(r.fields);
+  fields.update(r.sums);
   fields["count"] = r.pending;
   fields["firstTime"] = timestamp(r.first);
   fields["lastTime"] = timestamp(r.last);

@@ -8,9 +8,12 @@
 //    and written as ONE event with "count", "firstTime" and "lastTime" when
 //    the log is flushed (flush(): on the supervisor's timer, and at the end
 //    of the sandbox);
-//  - every sandbox has a cap on the events written for it; past it, events
-//    are counted, not written, and closeSandbox() writes one final
-//    "audit_dropped" event with the count.
+//  - every sandbox has a cap on the decisions written for it; past it,
+//    decisions are counted, not written, and closeSandbox() writes one final
+//    "audit_dropped" event with the count. One-off events (write(): spawn,
+//    exit, ...) are the host's own, one per action of it, and never capped:
+//    a child that floods the cap cannot keep its own exit (which counts its
+//    denials) out of the log.
 //
 // Thread-safety: every member function may be called from any thread. Lines
 // reach the sink one at a time, in the order they were written.
@@ -32,8 +35,9 @@
 namespace stockade::audit {
 
 struct Limits {
-  // Events written per sandbox (by "sandboxId") before the rest are dropped
-  // and counted; 0: no cap. The final "audit_dropped" event is not counted.
+  // Decisions written per sandbox (by "sandboxId", repeat lines included)
+  // before the rest are dropped and counted; 0: no cap. One-off events are
+  // not capped.
   std::size_t maxEventsPerSandbox = 10000;
 };
 
@@ -51,15 +55,18 @@ class Log {
   void setSink(Sink sink);
   void setLimits(Limits limits);
 
-  // A one-off event (admit, spawn, exit, dispose, ...). Never throws; a sink
+  // A one-off event (admit, spawn, exit, dispose, ...), never capped. Never throws; a sink
   // that throws is reported through spdlog.
   void write(std::string_view event, nlohmann::json fields = nlohmann::json::object()) noexcept;
 
   // A decision that may repeat (a proxy verdict, a seccomp denial). `key`
   // names the fields that make two decisions the same, beside the event,
-  // "sandboxId", "runId" and "processId"; other fields are written with the
-  // first occurrence only.
-  void decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key) noexcept;
+  // "sandboxId", "runId" and "processId". `summed` names numeric fields that
+  // measure each occurrence (bytes, durations): the line for the repeats
+  // carries their totals over the repeats, so folding never hides how much
+  // went through. Other fields are written with the first occurrence only.
+  void decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key,
+                std::initializer_list<std::string_view> summed = {}) noexcept;
 
   // Writes the counts of repeated decisions seen since the last flush.
   void flush() noexcept;
@@ -74,6 +81,7 @@ class Log {
  private:
   struct Repeated {
     nlohmann::json fields;  // the identity: event-independent fields of the key
+    nlohmann::json sums = nlohmann::json::object();  // the summed fields over the repeats
     std::string event;
     std::string sandboxId;
     std::size_t pending = 0;  // seen since the last line written for it

@@ -18,7 +18,8 @@ nlohmann::json proxyEventJson(const proxy::ProxyEvent& e) {
 }
 
 void writeProxyEvent(Log& log, const proxy::ProxyEvent& e) noexcept try {
-  log.decision("proxy", proxyEventJson(e), {"protocol", "host", "port", "address", "verdict", "rule", "status"});
+  log.decision("proxy", proxyEventJson(e), {"protocol", "host", "port", "address", "verdict", "rule", "status"},
+               {"bytesUp", "bytesDown", "durationUs"});
 } catch (...) {
 }
 

@@ -54,8 +54,9 @@ constexpr HelpFlag kRunFlags[] = {
     {"strict", "", "refuse to run when any enforcement layer is weaker than the policy asks\n"
                    "(a degradation), instead of warning (exit 125)"},
     {"audit-max-events", "N",
-     "write at most N events for this run (default 10000, 0: no cap); repeats\n"
-     "of one decision are counted, and the events dropped past the cap are\ncounted at the end"},
+     "write at most N decisions (denials, proxy verdicts) for this run (default\n"
+     "10000, 0: no cap); repeats of one decision are counted, the decisions\n"
+     "dropped past the cap are counted at the end, and spawn and exit are\nalways written"},
 };
 
 constexpr HelpFlag kCwdFlag[] = {

@@ -291,7 +291,6 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
   auditFields["kind"] = std::string(processKindName(dto.kind));
   const std::string correlation = dto.processKey.value_or(id);
 
-  if (!sandbox_->registry().add(record, id)) return *stale();
   // A record that never runs is terminal before it goes: a dispose() that
   // found it in the registry meanwhile waits for it to be.
   auto forget = [&] {
@@ -299,19 +298,27 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
     sandbox_->registry().remove(id);
   };
 
+  // Admitted first, registered under the admission's lease: dispose() holds
+  // the gate while it waits for the registry's records, so a record
+  // registered before its admission waited for an admission that waited for
+  // the gate, and both hung.
   std::optional<Admission> admission;
   try {
     // A spare has pipes, not a terminal.
     admission.emplace(sandbox_->admit({.id = id, .correlationId = correlation, .spare = !terminal}));
   } catch (const SandboxError& e) {
-    forget();
+    record->failed("it could not be started");
     if (e.code() == ErrorCode::kNotInitialized) return ProcessError{ProcessErrorCode::kStaleEpoch, e.what()};
     throw;
   } catch (...) {
-    forget();
+    record->failed("it could not be started");
     throw;
   }
   Admission& admitted = *admission;
+  if (!sandbox_->registry().add(record, id)) {
+    record->failed("it could not be started");
+    return ProcessError{ProcessErrorCode::kStaleEpoch, "the sandbox was disposed; its processes are gone"};
+  }
   const std::optional<std::uint16_t> proxyPort =
       admitted.network ? std::optional<std::uint16_t>(kSandboxProxyPort) : std::nullopt;
   if (auto problem = overlayProxyProblem(env, proxyPort); !problem.empty()) {

@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <utility>
+
 #include "src/process/launcher.h"
 #include "src/process/service.h"
 
@@ -14,6 +16,36 @@ std::string nonce() {
   std::string id = newId("n");
   return id.substr(2);  // the 16 hex digits
 }
+
+// The signals a stop sends, and the status a command they interrupt ends with.
+constexpr std::pair<const char*, int> kStopSignals[] = {{"HUP", 129},  {"INT", 130},  {"QUIT", 131},
+                                                        {"USR1", 138}, {"USR2", 140}, {"TERM", 143}};
+
+// The traps that make a signal end the running command. A trap's `return`
+// leaves only the innermost shell function, and the rest of the command
+// would run on. So in bash the trap also sets a DEBUG trap that returns from
+// every enclosing function before its next command, down to the top level,
+// where kUnwound removes it again (and puts back a DEBUG trap of the
+// session's own that it replaced). Other shells leave the innermost function
+// only (seed 003 says so for dash, BusyBox sh and mksh).
+std::string stopTraps() {
+  std::string bash, posix;
+  for (const auto& [name, code] : kStopSignals) {
+    const std::string n = std::to_string(code);
+    bash += "trap 'if [ -n \"${FUNCNAME+x}\" ]; then [ -n \"${__stockade_stop+x}\" ] || __stockade_dbg=$(trap -p "
+            "DEBUG); __stockade_stop=" + n + "; trap \"[ -z \\\"\\${FUNCNAME+x}\\\" ] || return \\$__stockade_stop\" "
+            "DEBUG; return " + n + "; fi' " + name + "\n";
+    posix += "trap 'return " + n + "' " + name + "\n";
+  }
+  return "if [ -n \"${BASH_VERSION-}\" ]; then\n" + bash + "else\n" + posix + "fi\n";
+}
+
+// At the top level, before and after each command: the unwinding DEBUG
+// trap of stopTraps() removed (bash restores on a function's return a DEBUG
+// trap the command set without `set -T`; then it is not ours and stays).
+constexpr const char* kUnwound =
+    "if [ -n \"${__stockade_stop+x}\" ]; then case $(trap -p DEBUG) in *__stockade_stop*) trap - DEBUG; "
+    "eval \"$__stockade_dbg\";; esac; unset __stockade_stop __stockade_dbg; fi";
 
 }  // namespace
 
@@ -32,11 +64,7 @@ void SessionState::attach(std::shared_ptr<Supervised> shell) {
   // the command: its processes die of it, and the trap in the shell returns
   // from the function the command runs in, skipping the rest of it; the
   // shell itself lives on.
-  supervised_->writeStdin(
-      "__stockade_run() { eval \"$__stockade_cmd\"; }\n"
-      "trap 'return 129' HUP; trap 'return 130' INT; trap 'return 131' QUIT; trap 'return 138' USR1; "
-      "trap 'return 140' USR2; trap 'return 143' TERM\n",
-      false);
+  supervised_->writeStdin("__stockade_run() { eval \"$__stockade_cmd\"; }\n" + stopTraps(), false);
 }
 
 bool SessionState::ended() const {
@@ -80,10 +108,16 @@ void SessionState::dispatchLocked() {
   c.record->running(supervised_->pid(), nullptr);
   const std::string n = std::to_string(c.number);
   const std::string printfTag = "\\036" + tag_.substr(1);  // the tag as a printf format: \036STK<nonce><space>
+  // The command's stdin, stdout and stderr are redirections of its function
+  // call, undone when it returns: a command that redirects the shell's own
+  // (`exec >log 2>&1`, `exec 1>&-`, `exec </dev/null`) redirects only
+  // itself, and the markers still reach the supervisor. stdout and stderr
+  // are reopened through /proc (the sandbox always has its own), so no
+  // descriptor of the command is taken for a copy.
   std::string script = "__stockade_cmd=$(" + cat_ + " <<'" + terminator_ + "'\n" + c.text + "\n" + terminator_ +
-                       "\n); __stockade_run </dev/null; " +
-                       "printf '" + printfTag + n + " %s %s\\036' \"$?\" \"$PWD\"; printf '" + printfTag + n +
-                       "\\036' >&2\n";
+                       "\n); " + kUnwound + "; __stockade_run </dev/null >>/proc/self/fd/1 2>>/proc/self/fd/2; " +
+                       "__stockade_status=$?; " + kUnwound + "; printf '" + printfTag + n +
+                       " %s %s\\036' \"$__stockade_status\" \"$PWD\"; printf '" + printfTag + n + "\\036' >&2\n";
   supervised_->writeStdin(std::move(script), false);
   if (c.timeout) {
     std::weak_ptr<SessionState> weak = shared_from_this();

@@ -7,19 +7,23 @@
 // supervisor writes. At the start it gets a function that evals
 // $__stockade_cmd, and traps that make a signal return from it:
 //   __stockade_run() { eval "$__stockade_cmd"; }
-//   trap 'return 130' INT; ... (HUP, QUIT, USR1, USR2, TERM)
+//   trap 'return 130' INT; ... (HUP, QUIT, USR1, USR2, TERM; in bash the
+//   trap also unwinds every enclosing function, session.cc's stopTraps())
 // Each command then goes as
 //   __stockade_cmd=$(cat <<'<terminator>'
 //   <command>
 //   <terminator>
-//   ); __stockade_run </dev/null; printf '\036<tag> <n> %s %s\036' "$?" "$PWD"; printf '\036<tag> <n>\036' >&2
+//   ); __stockade_run </dev/null >>/proc/self/fd/1 2>>/proc/self/fd/2; __stockade_status=$?;
+//   printf '\036<tag> <n> %s %s\036' "$__stockade_status" "$PWD"; printf '\036<tag> <n>\036' >&2
 // so an incomplete command (an open quote) is eval's syntax error, not a
-// shell waiting for more input, and its output is everything before the two
-// markers (the tag carries a random nonce). A signal to the sandbox (its init
-// forwards it to every process) kills the command's processes and makes the
-// shell return from the function, skipping the rest of the command; the
-// shell lives on. A command still running 5 s after its timeout or stop
-// ends the session instead of wedging it.
+// shell waiting for more input, a command's `exec >file` redirects only
+// itself (its stdio are redirections of the call, undone after it), and its
+// output is everything before the two markers (the tag carries a random
+// nonce). A signal to the sandbox (its init forwards it to every process)
+// kills the command's processes and makes the shell return from the
+// function, skipping the rest of the command; the shell lives on. A command
+// still running 5 s after its timeout or stop ends the session instead of
+// wedging it.
 //
 // Thread-safety: every member function may be called from any thread; the
 // dispatching, parsing and timers run on the supervisor's loop.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -323,6 +324,34 @@ TEST_F(ProcessServiceTest, AfterDisposeEveryCallIsStaleEpochAndRunningProcessesA
   EXPECT_EQ(errorOf(h.wait()), ProcessErrorCode::kStaleEpoch);
   EXPECT_EQ(errorOf(service().start(ProcessCommand::shell("true"), inWork())), ProcessErrorCode::kStaleEpoch);
   EXPECT_EQ(errorOf(service().list()), ProcessErrorCode::kStaleEpoch);
+}
+
+TEST_F(ProcessServiceTest, DisposeWhileStartsAreInFlightNeverHangs) {
+  // A start() registered its record before its admission, so a dispose()
+  // between the two waited for that record while the start waited for
+  // dispose() to release the admission gate: both hung, from the first round.
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto handle = SandboxManager::instance().createSandbox(policy());
+    auto processes = handle.processes();
+    std::atomic<bool> stop{false};
+    std::atomic<int> started{0};
+    std::thread starter([&] {
+      while (!stop) {
+        auto r = processes.start(ProcessCommand::exec({"/bin/true"}), inWork());
+        if (std::holds_alternative<ProcessError>(r)) return;  // stale_epoch: the sandbox is gone
+        ++started;
+      }
+    });
+    while (started == 0) std::this_thread::sleep_for(1ms);
+    auto disposed = std::async(std::launch::async, [&] { return handle.dispose(); });
+    if (disposed.wait_for(60s) != std::future_status::ready) {
+      ADD_FAILURE() << "dispose() still waits 60 s later, with a start() in flight";
+      std::_Exit(1);  // the hung threads would keep the test binary from ending
+    }
+    stop = true;
+    starter.join();
+  }
 }
 
 TEST_F(ProcessServiceTest, CallerBugsThrowInvalidArgumentNamingTheField) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -148,6 +149,27 @@ TEST_F(RunCliTest, RepeatedDenialsFromManyProcessesAreWrittenOnceAndCounted) {
   EXPECT_EQ(counted, 60);  // nothing lost
   // The first one, then the repeats as one count per flush (every second).
   EXPECT_LE(lines, 2 + seconds.count()) << "over " << seconds.count() << " s";
+}
+
+TEST_F(RunCliTest, AChildThatFloodsTheAuditCapCannotKeepItsExitOutOfTheLog) {
+  // 50 distinct denied socket() calls (AF_PACKET, SOCK_RAW, protocols 1..50) against a cap of 5.
+  auto r = runProcess(run({"--cwd", dir_, "--audit", audit_, "--audit-max-events", "5", "--", "/usr/bin/perl", "-e",
+                           "for (1..50) { socket(my $s, 17, 3, $_) or $n++ } print \"refused $n\\n\"; exit 4"}));
+  ASSERT_EQ(r.exitCode, 4) << r.err;
+  EXPECT_EQ(r.out, "refused 50\n") << "the program ran and every call was refused";
+  std::ifstream in(audit_);
+  std::map<std::string, std::vector<nlohmann::json>> events;
+  for (std::string line; std::getline(in, line);) {
+    auto e = nlohmann::json::parse(line);
+    events[e["event"].get<std::string>()].push_back(e);
+  }
+  EXPECT_EQ(events["denial"].size(), 5u) << "the cap holds for the child's denials";
+  ASSERT_EQ(events["audit_dropped"].size(), 1u);
+  EXPECT_EQ(events["audit_dropped"][0]["dropped"], 45);
+  ASSERT_EQ(events["spawn"].size(), 1u);
+  ASSERT_EQ(events["exit"].size(), 1u) << "the flood kept the exit event out of the audit log";
+  EXPECT_EQ(events["exit"][0]["exitCode"], 4);
+  EXPECT_EQ(events["exit"][0]["denials"], 50);
 }
 
 TEST_F(RunCliTest, TheAuditLogRecordsASetupFailure) {

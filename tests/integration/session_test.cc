@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 
 #include "tests/support/process_fixture.h"
 
@@ -108,6 +110,53 @@ TEST_F(SessionTest, KillIntInterruptsALoopOfTheShellItself) {
   auto result = ok(h.wait(30s));
   EXPECT_TRUE(std::holds_alternative<Signaled>(result)) << processReasonName(reasonOf(result));
   EXPECT_EQ(run(s, "echo $KEPT").stdout, "yes\n");
+}
+
+TEST_F(SessionTest, AnInterruptLeavesEveryShellFunctionOfTheCommandNotOnlyTheInnermost) {
+  auto s = create();
+  (void)run(s, "export KEPT=yes; set -u");  // nounset: the unwinding must not trip over unset names
+  // The interrupt arrives while a function of the command waits for a program.
+  auto h = ok(s.start("inner() { sleep 100; }; outer() { inner; echo after-inner; }; outer; echo not-reached"));
+  std::this_thread::sleep_for(300ms);
+  ASSERT_FALSE(h.kill({.signal = ProcessSignal::kInt}));
+  auto result = ok(h.wait(30s));
+  ASSERT_TRUE(std::holds_alternative<Signaled>(result)) << processReasonName(reasonOf(result));
+  EXPECT_EQ(std::get<Signaled>(result).signal, "SIGINT");
+  EXPECT_EQ(ok(h.logs()).items.size(), 0u) << "the rest of the command ran after the interrupt";
+  // A timeout while a function of the command loops in the shell itself.
+  SessionRunOptions o;
+  o.executionTimeout = 300ms;
+  auto timedOut = ok(s.run("spin() { while :; do :; done; }; spin; echo not-reached; sleep 100", o, 60s));
+  EXPECT_TRUE(std::holds_alternative<TimedOut>(timedOut.result)) << processReasonName(reasonOf(timedOut.result));
+  EXPECT_EQ(timedOut.stdout, "") << "the rest of the command ran after its timeout";
+  // The session survived both, and the next commands run whole (with functions of their own).
+  EXPECT_EQ(ok(s.get()).state, ProcessState::kRunning);
+  auto after = run(s, "f() { echo in-f; }; f; echo alive $KEPT");
+  EXPECT_EQ(exitCode(after), 0);
+  EXPECT_EQ(after.stdout, "in-f\nalive yes\n");
+}
+
+TEST_F(SessionTest, ACommandThatRedirectsTheShellsOwnStdioEndsAndLaterCommandsAreCapturedAgain) {
+  for (const char* shell : {"bash", "sh"}) {
+    SCOPED_TRACE(shell);
+    CreateSessionOptions co;
+    co.cwd = work_;
+    co.shell = shell;
+    auto s = ok(service().createSession(co));
+    // exec with only redirections changes the shell's own descriptors.
+    auto redirected = ok(s.run("exec >out.log 2>&1; echo into-log; echo err-into-log >&2", {}, 15s));
+    EXPECT_EQ(exitCode(redirected), 0) << "the command's end was never seen";
+    EXPECT_EQ(redirected.stdout + redirected.stderr, "");
+    std::ifstream log(work_ + "/out.log");
+    std::string logged((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(logged, "into-log\nerr-into-log\n");
+    EXPECT_EQ(exitCode(ok(s.run("exec 1>&- 2>&-; true", {}, 30s))), 0);
+    EXPECT_EQ(exitCode(ok(s.run("exec </dev/null; true", {}, 30s))), 0);
+    auto after = run(s, "echo after; echo err-after >&2");
+    EXPECT_EQ(after.stdout, "after\n");
+    EXPECT_EQ(after.stderr, "err-after\n");
+    ASSERT_FALSE(s.remove());
+  }
 }
 
 TEST_F(SessionTest, ACommandStillRunningFiveSecondsAfterItsTimeoutEndsTheSession) {

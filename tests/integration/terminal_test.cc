@@ -194,6 +194,26 @@ TEST_F(TerminalTest, WithMinusTTheChildHasTheTerminalButItsStateIsRestoredAndDan
   EXPECT_GE(ioctlDenials(TIOCEXCL), 1);
 }
 
+TEST_F(TerminalTest, WithMinusTTheChildCannotStopTheOperatorsOutputOrUseATerminalIoctlOutsideTheAllowList) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call the ioctls";
+  OperatorTerminal t;
+  // TCXONC(TCOOFF) (tcflow) suspends the terminal's output, and it stayed
+  // suspended after the sandbox: nothing written to it appeared again.
+  // 0x54ff: a request of the terminal space no kernel knows today.
+  t.start(run({"-T"}, {"/bin/sh", "-c",
+                       python("for name, request in ((\"TCXONC\", termios.TCXONC), (\"UNKNOWN\", 0x54ff)):\n"
+                              " try:\n  fcntl.ioctl(0, request, 0); print(name, \"ALLOWED\", flush=True)\n"
+                              " except OSError as e:\n  print(name, \"REFUSED\", e.errno, flush=True)\n"
+                              "fcntl.ioctl(0, termios.TCFLSH, termios.TCIFLUSH); print(\"flushed\")") +
+                           "; echo ran"}));
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("TCXONC REFUSED 1"), std::string::npos) << t.output();
+  EXPECT_NE(t.output().find("UNKNOWN REFUSED 1"), std::string::npos) << t.output();
+  EXPECT_NE(t.output().find("flushed"), std::string::npos) << "an allowed neighbour (tcflush) works: " << t.output();
+  EXPECT_NE(t.output().find("ran"), std::string::npos) << "the terminal still prints: " << t.output();
+  EXPECT_GE(ioctlDenials(TCXONC), 1) << "stockade's seccomp table refused it, not the kernel";
+}
+
 TEST_F(TerminalTest, AWindowChangeReachesTheChildAndASignalToStockadeRestoresTheTerminal) {
   OperatorTerminal t(80, 24);
   t.start(run({"-t"}, {"/bin/sh", "-c", "trap 'stty size' WINCH; echo ready; while :; do sleep 0.05; done"}));

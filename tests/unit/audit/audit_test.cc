@@ -2,7 +2,10 @@
 // per-sandbox cap, and the audit file's refusals.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +16,7 @@
 #include "src/audit/event.h"
 #include "src/audit/file_sink.h"
 #include "src/audit/log.h"
+#include "src/audit/proxy_event.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
@@ -82,9 +86,45 @@ TEST(AuditLogTest, RepeatedIdenticalDecisionsAreWrittenOnceThenCountedAtTheFlush
   EXPECT_EQ(summary["count"], 999);
   EXPECT_TRUE(summary["repeated"].get<bool>());
   EXPECT_LE(summary["firstTime"].get<std::string>(), summary["lastTime"].get<std::string>());
-  EXPECT_FALSE(summary.contains("durationUs")) << "only the identity of the decision is aggregated";
+  EXPECT_FALSE(summary.contains("durationUs")) << "not a summed field of this decision";
   log.flush();
   EXPECT_EQ(c.events.size(), 3u) << "nothing new, nothing written";
+}
+
+TEST(AuditLogTest, RepeatedProxyDecisionsCarryTheTotalsOfWhatTheirRepeatsMoved) {
+  // One allowed host, many uploads: folded into one line, the volume must still show.
+  Collected c;
+  Log log;
+  log.setSink(c.sink());
+  proxy::ProxyEvent e;
+  e.sandboxId = "s1";
+  e.runId = "r1";
+  e.protocol = proxy::Protocol::kConnect;
+  e.host = "allowed.test";
+  e.port = 443;
+  e.verdict = proxy::EventVerdict::kAllowed;
+  e.rule = "allowedDomains[0]";
+  e.bytesUp = 100;
+  writeProxyEvent(log, e);
+  for (int i = 0; i < 10; ++i) {
+    e.bytesUp = 10'000'000;
+    e.bytesDown = 7;
+    e.duration = std::chrono::microseconds(3);
+    writeProxyEvent(log, e);
+  }
+  ASSERT_EQ(c.events.size(), 1u);
+  EXPECT_EQ(c.events[0]["bytesUp"], 100);
+  log.flush();
+  ASSERT_EQ(c.events.size(), 2u);
+  EXPECT_EQ(c.events[1]["count"], 10);
+  EXPECT_EQ(c.events[1]["bytesUp"], 100'000'000) << c.events[1].dump();
+  EXPECT_EQ(c.events[1]["bytesDown"], 70);
+  EXPECT_EQ(c.events[1]["durationUs"], 30);
+  // The next flush period starts its totals afresh.
+  writeProxyEvent(log, e);
+  log.flush();
+  ASSERT_EQ(c.events.size(), 3u);
+  EXPECT_EQ(c.events[2]["bytesUp"], 10'000'000);
 }
 
 TEST(AuditLogTest, ADecisionOfAnotherProcessIsNotFoldedIntoThisOnesCount) {
@@ -112,10 +152,13 @@ TEST(AuditLogTest, ASandboxPastItsCapIsCountedAndAFinalEventSaysHowManyWereDropp
   Collected c;
   Log log({.maxEventsPerSandbox = 5});
   log.setSink(c.sink());
-  for (int i = 0; i < 50; ++i) log.write("spawn", {{"sandboxId", "noisy"}, {"n", i}});
-  for (int i = 0; i < 3; ++i) log.write("spawn", {{"sandboxId", "quiet"}, {"n", i}});
-  EXPECT_EQ(c.count("spawn"), 8u) << "5 of the noisy sandbox, 3 of the quiet one: one sandbox's flood is its own";
+  for (int i = 0; i < 50; ++i) log.decision("denial", {{"sandboxId", "noisy"}, {"args", i}}, {"args"});
+  for (int i = 0; i < 3; ++i) log.decision("denial", {{"sandboxId", "quiet"}, {"args", i}}, {"args"});
+  EXPECT_EQ(c.count("denial"), 8u) << "5 of the noisy sandbox, 3 of the quiet one: one sandbox's flood is its own";
   EXPECT_EQ(c.count("audit_capped"), 1u);
+  // The host's own events of the capped sandbox still go in: its exit says how it ended.
+  log.write("exit", {{"sandboxId", "noisy"}, {"denials", 50}});
+  EXPECT_EQ(c.count("exit"), 1u) << "a child's flood kept its own exit out of the log";
   log.closeSandbox("noisy");
   ASSERT_EQ(c.count("audit_dropped"), 1u);
   EXPECT_EQ(c.events.back()["event"], "audit_dropped");
@@ -174,6 +217,77 @@ TEST_F(AuditFileTest, APathInsideAWritableTreeIsRefusedNamingTheTree) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/ws/logs/audit.jsonl"));
   EXPECT_TRUE(std::holds_alternative<FileSink>(FileSink::open(dir_ + "/audit.jsonl", {dir_ + "/ws"})))
       << "the neighbour outside the tree is accepted";
+}
+
+// FileSink::open()'s answer for `auditPath`, asked in a child process with a
+// mount namespace of its own in which `bindSource` is bind-mounted at
+// `bindTarget` (a user namespace too when not root, so that the mount is
+// allowed). "" when it was accepted; "SETUP: ..." when the child could not
+// be set up.
+std::string openUnderBind(const std::string& bindSource, const std::string& bindTarget, const std::string& auditPath,
+                          const std::vector<std::string>& trees) {
+  int report[2];
+  if (::pipe(report) != 0) return "SETUP: pipe";
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(report[0]);
+    auto say = [&](const std::string& text) {
+      (void)!::write(report[1], text.data(), text.size());
+      ::_exit(0);
+    };
+    if (::unshare(uid == 0 ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) != 0) say("SETUP: unshare");
+    if (uid != 0) {
+      std::ofstream("/proc/self/setgroups") << "deny";
+      std::ofstream("/proc/self/uid_map") << uid << " " << uid << " 1";
+      std::ofstream("/proc/self/gid_map") << gid << " " << gid << " 1";
+    }
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) say("SETUP: mount private");
+    if (::mount(bindSource.c_str(), bindTarget.c_str(), nullptr, MS_BIND, nullptr) != 0) say("SETUP: bind");
+    auto opened = FileSink::open(auditPath, trees);
+    say(std::holds_alternative<std::string>(opened) ? std::get<std::string>(opened) : "");
+  }
+  ::close(report[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return out;
+}
+
+TEST_F(AuditFileTest, AWritableTreeReachedThroughABindMountIsRefusedToo) {
+  // The sandboxed program writes the tree by its own path, so the audit file
+  // is its to rewrite however the operator's path reaches it.
+  std::filesystem::create_directories(dir_ + "/ws/sub");
+  std::filesystem::create_directories(dir_ + "/view");
+  std::filesystem::create_directories(dir_ + "/subview");
+  std::filesystem::create_directories(dir_ + "/elsewhere");
+  const std::vector<std::string> trees = {dir_ + "/ws"};
+  std::string whole = openUnderBind(dir_ + "/ws", dir_ + "/view", dir_ + "/view/audit.jsonl", trees);
+  if (whole.starts_with("SETUP:")) GTEST_SKIP() << "no mount namespace for the bind (" << whole << ")";
+  EXPECT_NE(whole.find("writable tree \"" + dir_ + "/ws\""), std::string::npos) << whole;
+  EXPECT_NE(whole.find("bind mount"), std::string::npos) << whole;
+  std::string below = openUnderBind(dir_ + "/ws/sub", dir_ + "/subview", dir_ + "/subview/audit.jsonl", trees);
+  EXPECT_NE(below.find("writable tree \"" + dir_ + "/ws\""), std::string::npos) << "a bind of a directory inside the tree: " << below;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ws/audit.jsonl"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ws/sub/audit.jsonl"));
+  // The neighbour: a bind of a directory outside every tree is accepted.
+  EXPECT_EQ(openUnderBind(dir_ + "/elsewhere", dir_ + "/view", dir_ + "/view/audit.jsonl", trees), "");
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/elsewhere/audit.jsonl"));
+}
+
+TEST_F(AuditFileTest, AFileWithAnotherHardLinkIsRefused) {
+  std::filesystem::create_directories(dir_ + "/ws");
+  std::ofstream(dir_ + "/ws/planted") << "";
+  ASSERT_EQ(::link((dir_ + "/ws/planted").c_str(), (dir_ + "/audit.jsonl").c_str()), 0);
+  auto opened = FileSink::open(dir_ + "/audit.jsonl", {dir_ + "/ws"});
+  ASSERT_TRUE(std::holds_alternative<std::string>(opened));
+  EXPECT_NE(std::get<std::string>(opened).find("hard links"), std::string::npos) << std::get<std::string>(opened);
+  EXPECT_TRUE(std::holds_alternative<FileSink>(FileSink::open(dir_ + "/own.jsonl", {dir_ + "/ws"})))
+      << "a file of its own beside it is accepted";
 }
 
 TEST_F(AuditFileTest, AFifoIsRefused) {

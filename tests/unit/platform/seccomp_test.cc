@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -127,6 +128,50 @@ TEST(SeccompTableTest, EveryRuleHasAReasonAndTheIssuesCallsAreCovered) {
                            "delete_module", "mount", "umount2", "pivot_root", "unshare", "setns", "clone", "clone3",
                            "open_by_handle_at", "name_to_handle_at", "ioctl", "socket", "socketpair"})
     EXPECT_TRUE(has(name)) << name;
+}
+
+// Every request of the terminal and console drivers' spaces: only the
+// allow-list passes; the refused ones go to the supervisor (EPERM, audited);
+// requests of every other driver are untouched.
+TEST(SeccompTableTest, TerminalIoctlsAreAnAllowList) {
+  const std::vector<std::uint64_t> allowed = {
+      TCGETS, TCSETS, TCSETSW, TCSETSF, TCGETA, TCSETA, TCSETAW, TCSETAF, TCSBRK, TCFLSH, TCSBRKP, TIOCNXCL,
+      TIOCSCTTY, TIOCGPGRP, TIOCSPGRP, TIOCGSID, TIOCOUTQ, FIONREAD, TIOCGWINSZ, TIOCSWINSZ, TIOCMGET, TIOCGSOFTCAR,
+      TIOCGSERIAL, 0x542e /* TIOCGRS485 */, TIOCPKT, TIOCNOTTY, TIOCGETD, TIOCCBRK, FIONBIO, FIONCLEX, FIOCLEX,
+      FIOASYNC, 0x5441 /* TIOCGPTPEER */, TIOCGLCKTRMIOS, TIOCSERGETLSR, TIOCMIWAIT, TIOCGICOUNT, FIOQSIZE,
+      0x802c542a /* TCGETS2 */, 0x402c542b, 0x402c542c, 0x402c542d, TIOCGPTN, TIOCSPTLCK, TIOCGDEV, TIOCSIG,
+      TIOCGPKT, TIOCGPTLCK, TIOCGEXCL, 0x80285442 /* TIOCGISO7816 */, 0x4b31, 0x4b33, 0x4b3b, 0x4b44, 0x4b62,
+      0x4b64, 0x5600, 0x5601, 0x5603};
+  std::string why;
+  auto act = [&](std::uint64_t request) {
+    auto a = runFilter(seccompProgram({}).instructions, {SYS_ioctl, {0, request}}, why);
+    EXPECT_TRUE(a) << why;
+    return a.value_or(0);
+  };
+  auto isAllowed = [&](std::uint64_t r) { return std::find(allowed.begin(), allowed.end(), r) != allowed.end(); };
+  std::vector<std::uint64_t> walked;
+  for (std::uint64_t n = 0; n < 0x100; ++n)
+    for (std::uint64_t type : {0x54, 0x4b, 0x56}) walked.push_back(type << 8 | n);
+  for (std::uint64_t r : allowed)  // every encoded neighbour of an allowed request: one bit of 16..31 flipped
+    for (int bit = 16; bit < 32; ++bit)
+      if ((r & 0xff00) == 0x5400) walked.push_back(r ^ (1ULL << bit));
+  for (std::uint64_t r : walked) {
+    const std::uint32_t expected = isAllowed(r) ? SECCOMP_RET_ALLOW : SECCOMP_RET_USER_NOTIF;
+    EXPECT_EQ(act(r), expected) << std::hex << "request 0x" << r;
+    EXPECT_EQ(act(r | 0xdead00000000ULL), expected) << std::hex << "request 0x" << r << " with bits above 32";
+  }
+  // The ones that outlive the program on the operator's terminal, by name.
+  for (std::uint64_t r : std::initializer_list<std::uint64_t>{
+           TIOCSTI, TIOCLINUX, TIOCSETD, TCXONC, TIOCCONS, TIOCEXCL, TIOCSBRK, TIOCVHANGUP, TIOCSSERIAL, TIOCMSET,
+           TIOCMBIS, TIOCMBIC, TIOCSSOFTCAR, TIOCSLCKTRMIOS, 0x4b32 /* KDSETLED */, 0x4b65 /* KDSKBLED */,
+           0x4b72 /* KDFONTOP */, 0x4b3a /* KDSETMODE */, 0x5606 /* VT_ACTIVATE */})
+    EXPECT_EQ(act(r), SECCOMP_RET_USER_NOTIF) << std::hex << "request 0x" << r;
+  // Other drivers' spaces, and encoded 'K' and 'V' (video4linux), are not this table's.
+  for (std::uint64_t r : {0x80086601ULL /* FS_IOC_GETFLAGS */, 0x40049409ULL /* FICLONE */, 0x8912ULL /* SIOCGIFCONF */,
+                          0x80685600ULL /* VIDIOC_QUERYCAP */, 0x80044b33ULL, 0x1234ULL})
+    EXPECT_EQ(act(r), SECCOMP_RET_ALLOW) << std::hex << "request 0x" << r;
+  // Every call walks this filter: it stays far below the kernel's BPF_MAXINSNS.
+  EXPECT_LT(seccompProgram({}).instructions.size(), std::size_t{BPF_MAXINSNS} / 2);
 }
 
 TEST(SeccompTableTest, NoRuleComparesAnArgumentTwice) {
