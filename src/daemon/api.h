@@ -1,0 +1,29 @@
+// The daemon's routes, implemented: a Handler that decodes each request
+// (requests.h), does what the route says and encodes the reply. One member
+// function per route; the dispatch is a switch over the route table's ids.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "platform/linux/features.h"
+#include "src/daemon/server.h"
+
+namespace stockade::daemon {
+
+struct ApiContext {
+  platform::KernelFeatures features;  // detected once at start-up
+};
+
+class Api : public Handler {
+ public:
+  explicit Api(ApiContext context);
+  Reply handle(Request& request) override;
+
+ private:
+  Reply health(const Request& request);
+
+  ApiContext context_;
+};
+
+}  // namespace stockade::daemon
