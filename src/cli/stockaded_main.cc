@@ -10,6 +10,7 @@
 
 #include "src/cli/args.h"
 #include "src/cli/output.h"
+#include "src/cli/policy_file.h"
 #include "src/daemon/auth.h"
 #include "src/daemon/daemon.h"
 #include "stockade/version.h"
@@ -26,12 +27,15 @@ Serves stockade's API (docs/api.md) as JSON over HTTP/1.1.
   --token-file FILE         every request but GET /v1/health needs "Authorization: Bearer TOKEN",
                             TOKEN being the file's first line (the file must be mode 0600)
   --state-dir DIR           the ledger and the workspaces (created 0700)
-  --policy FILE             the widest policy any sandbox may have (default: the bundled default)
+  --policy FILE             the widest policy any sandbox may have (default: the bundled default);
+                            its relative paths resolve against DIR/workspaces
   --allow-origin ORIGIN     accept requests carrying this Origin header (repeatable; any other
                             Origin is refused: a web page must not reach the daemon)
   --max-body-bytes N        JSON request bodies (default 16777216)
   --max-requests N          requests served at once, streams included (default 256)
   --max-connections N       open connections (default 1024)
+  --max-sandboxes N         sandboxes not yet released (default 256)
+  --gc-interval-ms N        how often failed closes are retried (default 60000)
   --io-threads N            (default 2)
   --workers N               threads running request handlers (default 8)
   --help, --version
@@ -73,6 +77,8 @@ int main(int argc, char** argv) {
                                       {"max-body-bytes"},
                                       {"max-requests"},
                                       {"max-connections"},
+                                      {"max-sandboxes"},
+                                      {"gc-interval-ms"},
                                       {"io-threads"},
                                       {"workers"}});
   if (auto* e = std::get_if<std::string>(&parsed)) return usageError(*e);
@@ -98,12 +104,18 @@ int main(int argc, char** argv) {
     return usageError("--listen " + o.listen.text() +
                       " is a TCP port, which any local user can connect to: give --token-file FILE as well");
   o.stateDir = *a.value("state-dir");
-  o.policyFile = a.value("policy");
+  if (auto file = a.value("policy")) {
+    auto policy = cli::loadPolicyFile(*file);
+    if (auto* e = std::get_if<std::string>(&policy)) return usageError("--policy " + *e);
+    o.baseline = std::get<SandboxPolicy>(std::move(policy));
+  }
   o.allowedOrigins = a.values("allow-origin");
   std::string error;
   if (auto n = positive(a, "max-body-bytes", error)) o.limits.maxJsonBodyBytes = *n;
   if (auto n = positive(a, "max-requests", error)) o.limits.maxConcurrentRequests = *n;
   if (auto n = positive(a, "max-connections", error)) o.limits.maxConnections = *n;
+  if (auto n = positive(a, "max-sandboxes", error)) o.sandboxLimits.maxSandboxes = *n;
+  if (auto n = positive(a, "gc-interval-ms", error)) o.gcInterval = std::chrono::milliseconds(*n);
   if (auto n = positive(a, "io-threads", error)) o.ioThreads = static_cast<int>(std::min<std::size_t>(*n, 64));
   if (auto n = positive(a, "workers", error)) o.workerThreads = static_cast<int>(std::min<std::size_t>(*n, 256));
   if (!error.empty()) return usageError(error);

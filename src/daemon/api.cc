@@ -1,5 +1,6 @@
 #include "src/daemon/api.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "src/daemon/requests.h"
@@ -11,9 +12,39 @@ using nlohmann::json;
 
 Api::Api(ApiContext context) : context_(std::move(context)) {}
 
+namespace {
+
+json sandboxJson(const SandboxView& v) {
+  const auto& r = v.record;
+  json j{{"id", r.id},
+         {"epoch", r.epoch},
+         {"state", ledger::sandboxStateName(r.state)},
+         {"createdAt", r.createdAt},
+         {"workspace", r.workspace},
+         {"fingerprint", r.fingerprint}};
+  j["effectivePolicy"] = v.rules ? json::parse(v.rules->toJson()) : json(nullptr);
+  if (!v.problem.empty()) j["problem"] = v.problem;
+  if (r.state == ledger::SandboxState::kReleaseFailed) j["releaseError"] = r.releaseError;
+  return j;
+}
+
+template <class T>
+Reply replyOr(const std::variant<T, ApiError>& v, const std::function<Reply(const T&)>& ok) {
+  if (auto* e = std::get_if<ApiError>(&v)) return Response::error(*e);
+  return ok(std::get<T>(v));
+}
+
+}  // namespace
+
 Reply Api::handle(Request& request) {
   switch (request.match.route->id) {
     case RouteId::kHealth: return health(request);
+    case RouteId::kCreateSandbox: return createSandbox(request);
+    case RouteId::kListSandboxes: return listSandboxes(request);
+    case RouteId::kGetSandbox: return getSandbox(request);
+    case RouteId::kNarrowSandbox: return narrowSandbox(request);
+    case RouteId::kDeleteSandbox: return deleteSandbox(request);
+    case RouteId::kTerminate: return terminate(request);
     default: break;
   }
   return Response::error({ApiCode::kNotImplemented, "route " + std::string(request.match.route->pattern) +
@@ -30,6 +61,74 @@ Reply Api::health(const Request& request) {
                              {"seccomp", seccomp},
                              {"userns", f.userNamespaces}}
                             .dump());
+}
+
+}  // namespace stockade::daemon
+
+namespace stockade::daemon {
+
+Reply Api::createSandbox(const Request& r) {
+  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
+  auto decoded = decodeCreateSandbox(r.body);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
+  return replyOr<SandboxView>(context_.sandboxes->create(std::get<CreateSandboxRequest>(decoded)),
+                              [](const SandboxView& v) {
+                                json j = sandboxJson(v);
+                                return Response::json(json{{"id", j["id"]},
+                                                           {"epoch", j["epoch"]},
+                                                           {"state", j["state"]},
+                                                           {"createdAt", j["createdAt"]},
+                                                           {"workspace", j["workspace"]},
+                                                           {"fingerprint", j["fingerprint"]},
+                                                           {"effectivePolicy", j["effectivePolicy"]}}
+                                                          .dump());
+                              });
+}
+
+Reply Api::listSandboxes(const Request& r) {
+  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
+  json items = json::array();
+  for (const auto& s : context_.sandboxes->list())
+    items.push_back({{"id", s.id},
+                     {"state", ledger::sandboxStateName(s.state)},
+                     {"createdAt", s.createdAt},
+                     {"workspace", s.workspace}});
+  return Response::json(json{{"items", std::move(items)}}.dump());
+}
+
+Reply Api::getSandbox(const Request& r) {
+  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
+  return replyOr<SandboxView>(context_.sandboxes->get(r.match.param("id")),
+                              [](const SandboxView& v) { return Response::json(sandboxJson(v).dump()); });
+}
+
+Reply Api::narrowSandbox(const Request& r) {
+  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
+  auto decoded = decodeNarrow(r.body);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
+  return replyOr<SandboxView>(
+      context_.sandboxes->narrow(r.match.param("id"), *std::get<NarrowRequest>(decoded).policy),
+      [](const SandboxView& v) {
+        json j = sandboxJson(v);
+        return Response::json(json{{"effectivePolicy", j["effectivePolicy"]}, {"fingerprint", j["fingerprint"]}}.dump());
+      });
+}
+
+Reply Api::deleteSandbox(const Request& r) {
+  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
+  if (auto e = context_.sandboxes->close(r.match.param("id"))) return Response::error(*e);
+  return Response::noContent();
+}
+
+Reply Api::terminate(const Request& r) {
+  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
+  auto decoded = decodeTerminate(r.body);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
+  return replyOr<ledger::TerminateAnswer>(
+      context_.sandboxes->terminate(r.match.param("id"), std::get<TerminateRequest>(decoded).processKey),
+      [](const ledger::TerminateAnswer& a) {
+        return Response::json(json{{"result", ledger::terminateAnswerName(a)}}.dump());
+      });
 }
 
 }  // namespace stockade::daemon

@@ -7,12 +7,14 @@
 #include <string>
 
 #include "platform/linux/features.h"
+#include "src/daemon/sandboxes.h"
 #include "src/daemon/server.h"
 
 namespace stockade::daemon {
 
 struct ApiContext {
   platform::KernelFeatures features;  // detected once at start-up
+  Sandboxes* sandboxes = nullptr;     // owned by the Daemon, outlives the Api
 };
 
 class Api : public Handler {
@@ -21,7 +23,13 @@ class Api : public Handler {
   Reply handle(Request& request) override;
 
  private:
-  Reply health(const Request& request);
+  Reply health(const Request& r);
+  Reply createSandbox(const Request& r);
+  Reply listSandboxes(const Request& r);
+  Reply getSandbox(const Request& r);
+  Reply narrowSandbox(const Request& r);
+  Reply deleteSandbox(const Request& r);
+  Reply terminate(const Request& r);
 
   ApiContext context_;
 };

@@ -1,8 +1,14 @@
 #include "src/daemon/daemon.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include <cerrno>
 #include <chrono>
@@ -11,7 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "platform/unique_fd.h"
 #include "src/daemon/api.h"
+#include "src/ledger/recovery.h"
 
 namespace stockade::daemon {
 
@@ -35,22 +43,32 @@ void prepareStateDir(const std::string& dir) {
     throw std::runtime_error("--state-dir " + dir + ": writable by group or others; chmod 700 it");
 }
 
-std::string isoNow() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long>(us));
-  return buf;
+// One daemon per state dir: two would each "recover" the other's processes.
+platform::UniqueFd lockStateDir(const std::string& dir) {
+  std::string path = dir + "/lock";
+  platform::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throw std::runtime_error("--state-dir: open(\"" + path + "\") failed: " + std::strerror(errno));
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    (void)!::pread(fd.get(), buf, sizeof buf - 1, 0);
+    throw std::runtime_error("--state-dir " + dir + " is in use by another stockaded (pid " + std::string(buf) +
+                             "); one daemon per state dir");
+  }
+  std::string pid = std::to_string(::getpid());
+  (void)!::ftruncate(fd.get(), 0);
+  (void)!::pwrite(fd.get(), pid.data(), pid.size(), 0);
+  return fd;
+}
+
+void logEvent(nlohmann::json j) {
+  j["ts"] = ledger::utcTimestamp();
+  spdlog::info("{}", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace
 
 std::string accessLogLine(const AccessRecord& r) {
-  nlohmann::json j{{"ts", isoNow()},
+  nlohmann::json j{{"ts", ledger::utcTimestamp()},
                    {"event", "request"},
                    {"method", r.method},
                    {"path", r.path},
@@ -63,16 +81,56 @@ std::string accessLogLine(const AccessRecord& r) {
 
 struct Daemon::Impl {
   DaemonOptions options;
+  platform::UniqueFd stateLock;
+  std::unique_ptr<ledger::Ledger> ledger;
+  ledger::RecoveryReport recovery;
+  std::unique_ptr<Sandboxes> sandboxes;
   std::shared_ptr<Api> api;
   std::unique_ptr<Server> server;
+
+  // The collection pass, on a thread of its own.
+  std::thread gc;
+  std::mutex gcMu;
+  std::condition_variable gcWake;
+  bool stopping = false;
+
+  void runGc() {
+    std::unique_lock lock(gcMu);
+    while (!gcWake.wait_for(lock, options.gcInterval, [&] { return stopping; })) {
+      lock.unlock();
+      try {
+        if (int n = sandboxes->collect(); n > 0) logEvent({{"event", "collected"}, {"released", n}});
+      } catch (const std::exception& e) {
+        logEvent({{"event", "collect_failed"}, {"error", e.what()}});
+      }
+      lock.lock();
+    }
+  }
 };
 
 Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   DaemonOptions& o = impl_->options;
   prepareStateDir(o.stateDir);
+  impl_->stateLock = lockStateDir(o.stateDir);
+  auto opened = ledger::Ledger::open(o.stateDir + "/ledger.db");
+  if (auto* e = std::get_if<std::string>(&opened)) throw std::runtime_error("ledger " + *e);
+  impl_->ledger = std::move(std::get<std::unique_ptr<ledger::Ledger>>(opened));
+  impl_->recovery = ledger::recoverProcesses(*impl_->ledger);
+  if (impl_->recovery.total() > 0)
+    logEvent({{"event", "recovered"},
+              {"killed", impl_->recovery.killed},
+              {"alreadyGone", impl_->recovery.alreadyGone},
+              {"unconfirmed", impl_->recovery.unconfirmed},
+              {"errors", impl_->recovery.errors}});
+  impl_->sandboxes = std::make_unique<Sandboxes>(*impl_->ledger, o.baseline ? *o.baseline : SandboxPolicy::defaults(),
+                                                 o.stateDir + "/workspaces", o.sandboxLimits);
+  impl_->sandboxes->load();
+  impl_->sandboxes->collect();
+
   ApiContext context;
   context.features = platform::detectKernelFeatures();
+  context.sandboxes = impl_->sandboxes.get();
   impl_->api = std::make_shared<Api>(std::move(context));
   ServerOptions so;
   so.listen = o.listen;
@@ -88,12 +146,24 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
 
 Daemon::~Daemon() { stop(); }
 
-void Daemon::start() { impl_->server->start(); }
+void Daemon::start() {
+  impl_->server->start();
+  impl_->gc = std::thread([impl = impl_.get()] { impl->runGc(); });
+}
 
 void Daemon::stop() {
-  if (impl_ && impl_->server) impl_->server->stop();
+  if (!impl_) return;
+  {
+    std::lock_guard lock(impl_->gcMu);
+    impl_->stopping = true;
+  }
+  impl_->gcWake.notify_all();
+  if (impl_->gc.joinable()) impl_->gc.join();
+  if (impl_->server) impl_->server->stop();
 }
 
 ListenAddress Daemon::address() const { return impl_->server->address(); }
+
+const ledger::RecoveryReport& Daemon::recovery() const { return impl_->recovery; }
 
 }  // namespace stockade::daemon

@@ -1,14 +1,24 @@
 // stockaded as a value: its options, and the object that owns the server,
-// the routes' implementation and (later) the ledger. src/cli/stockaded_main.cc
-// parses flags into DaemonOptions and runs a Daemon until SIGTERM.
+// the routes' implementation, the sandboxes and the ledger.
+// src/cli/stockaded_main.cc parses flags into DaemonOptions and runs a Daemon
+// until SIGTERM.
+//
+// Start-up, in order: the state dir (created 0700) is locked (one daemon per
+// state dir); the ledger is opened; every process group a previous run left
+// recorded as running is killed (if its pid still names it) and marked lost;
+// sandboxes are loaded and unfinished closes retried; then the socket is
+// bound and served.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "src/daemon/sandboxes.h"
 #include "src/daemon/server.h"
+#include "stockade/policy.h"
 
 namespace stockade::daemon {
 
@@ -16,9 +26,11 @@ struct DaemonOptions {
   ListenAddress listen;
   std::optional<std::string> token;     // read from --token-file
   std::string stateDir;                 // created 0700 if missing
-  std::optional<std::string> policyFile;  // the manager's baseline; none: the bundled default
+  std::optional<SandboxPolicy> baseline;  // --policy: the widest any sandbox may be; none: the bundled default
   std::vector<std::string> allowedOrigins;
   ServerLimits limits;
+  SandboxLimits sandboxLimits;
+  std::chrono::milliseconds gcInterval{60'000};  // the collection pass that retries failed closes
   int ioThreads = 2;
   int workerThreads = 8;
 };
@@ -35,6 +47,8 @@ class Daemon {
   void start();
   void stop();
   ListenAddress address() const;
+  // What start-up recovery found.
+  const ledger::RecoveryReport& recovery() const;
 
  private:
   struct Impl;

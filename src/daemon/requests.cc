@@ -51,8 +51,7 @@ std::optional<SandboxPolicy> readPolicy(FieldReader& f, std::optional<ApiError>&
   }
   auto parsed = SandboxPolicy::parse(p->dump(-1, ' ', false, json::error_handler_t::replace));
   if (auto* err = std::get_if<PolicyError>(&parsed)) {
-    policyError = ApiError{ApiCode::kInvalidPolicy, err->path.empty() ? "policy: " + err->message
-                                                                      : "policy." + err->path + ": " + err->message};
+    policyError = invalidPolicy(*err);
     return std::nullopt;
   }
   return std::get<SandboxPolicy>(std::move(parsed));
@@ -242,6 +241,11 @@ std::string_view keepLogsName(KeepLogs k) noexcept {
     case KeepLogs::kNone: return "none";
   }
   return "until_cleanup";
+}
+
+ApiError invalidPolicy(const PolicyError& e) {
+  return ApiError{ApiCode::kInvalidPolicy,
+                  e.path.empty() ? "policy: " + e.message : "policy." + e.path + ": " + e.message};
 }
 
 bool isClientEnvName(std::string_view name) noexcept {

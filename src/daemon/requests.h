@@ -152,6 +152,10 @@ std::optional<ApiError> requireEmptyQuery(const Query& query);
 // A body for a route that takes none: empty, or "{}".
 std::optional<ApiError> requireEmptyBody(std::string_view body);
 
+// A policy refused by the parser or by derive(): 400 E_SANDBOX_INVALID_POLICY
+// naming the field under "policy" (`policy.network.allowedDomains[2]: ...`).
+ApiError invalidPolicy(const PolicyError& e);
+
 // Environment names a client may set: [A-Za-z_][A-Za-z0-9_]*, not starting
 // with "_t" (the sandbox keeps those for itself; seed 000).
 bool isClientEnvName(std::string_view name) noexcept;

@@ -17,6 +17,18 @@ using R = ReplyKind;
 constexpr Route kRoutes[] = {
     {M::kGet, "/v1/health", RouteId::kHealth, A::kPublic, B::kNone, R::kJson,
      "daemon status and the kernel features it detected"},
+    {M::kPost, "/v1/sandboxes", RouteId::kCreateSandbox, A::kToken, B::kJson, R::kJson,
+     "create a sandbox under a policy that narrows the daemon's baseline"},
+    {M::kGet, "/v1/sandboxes", RouteId::kListSandboxes, A::kToken, B::kNone, R::kJson,
+     "list the sandboxes not yet released"},
+    {M::kGet, "/v1/sandboxes/{id}", RouteId::kGetSandbox, A::kToken, B::kNone, R::kJson,
+     "one sandbox: its epoch, state and live derived rules"},
+    {M::kPost, "/v1/sandboxes/{id}/narrow", RouteId::kNarrowSandbox, A::kToken, B::kJson, R::kJson,
+     "narrow this sandbox's live policy"},
+    {M::kDelete, "/v1/sandboxes/{id}", RouteId::kDeleteSandbox, A::kToken, B::kNone, R::kJson,
+     "close a sandbox: kill its processes, release it, make its epoch stale"},
+    {M::kPost, "/v1/sandboxes/{id}/terminate", RouteId::kTerminate, A::kToken, B::kJson, R::kJson,
+     "kill the process group started under a processKey and confirm it is gone"},
 };
 
 bool isIdChar(char c) noexcept {
