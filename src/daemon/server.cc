@@ -319,7 +319,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
   }
 };
 
-struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
+struct Server::Impl {
   Impl(ServerOptions o, std::shared_ptr<Handler> h, AccessLog l)
       : options(std::move(o)), handler(std::move(h)), log(std::move(l)), ioc(options.ioThreads),
         workers(static_cast<std::size_t>(options.workerThreads)), acceptor(ioc) {}
@@ -366,8 +366,9 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
     }
   }
 
+  // Holds no reference to the Impl: a frame still queued when the io
+  // context stops is destroyed with it, and must not keep it alive.
   awaitable<void> acceptLoop() {
-    auto self = shared_from_this();
     for (;;) {
       Socket sock(asio::make_strand(ioc));
       error_code ec;

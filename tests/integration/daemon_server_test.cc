@@ -378,7 +378,9 @@ TEST_F(ServerTest, AThousandSequentialRequestsLeakNothing) {
   EXPECT_TRUE(eventually([&] { return server->stats().connections == 0; }));
   EXPECT_TRUE(eventually([&] { return testing::openFdCount() == fds; })) << testing::openFdCount() << " vs " << fds;
   EXPECT_EQ(testing::threadCount(), threads);
+#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine holds freed memory
   EXPECT_LT(testing::residentKiB(), rss + 4096) << "RSS grew from " << rss << " KiB";
+#endif
   EXPECT_EQ(server->stats().requestsInFlight, 0u);
 }
 
@@ -525,7 +527,8 @@ TEST_F(ServerTest, AHandlerBlockingItsWorkerDoesNotHoldUpOtherClients) {
   // Served while the first handler still holds its worker.
   EXPECT_EQ(client().request("GET", "/t/public").status, 200);
   EXPECT_EQ(client().request("POST", "/t/echo", "{}").status, 200);
-  EXPECT_EQ(server->stats().requestsInFlight, 1u);
+  EXPECT_TRUE(eventually([&] { return server->stats().requestsInFlight == 1; }))
+      << "the first request is still held";
   handler->openGate();
   held.join();
 }
