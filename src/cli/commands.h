@@ -9,5 +9,6 @@ namespace stockade::cli {
 
 int policyCommand(const std::vector<std::string>& args);  // src/cli/policy_cmd.cc
 int runCommand(const std::vector<std::string>& args);     // src/cli/run_cmd.cc
+int sandboxCommand(const std::vector<std::string>& args); // src/cli/sandbox_cmd.cc (talks to stockaded)
 
 }  // namespace stockade::cli
