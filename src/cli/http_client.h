@@ -57,6 +57,7 @@ class HttpClient {
                     const std::function<bool(std::string_view)>& onData);
 
   const Endpoint& endpoint() const { return endpoint_; }
+  const std::optional<std::string>& token() const { return token_; }
   // The connected socket (for a WebSocket upgrade); -1 when closed.
   int fd() const { return fd_; }
   // Bytes read past the last reply (a WebSocket's first frames).
