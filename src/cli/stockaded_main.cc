@@ -35,6 +35,8 @@ Serves stockade's API (docs/api.md) as JSON over HTTP/1.1.
   --max-requests N          requests served at once, streams included (default 256)
   --max-connections N       open connections (default 1024)
   --max-sandboxes N         sandboxes not yet released (default 256)
+  --max-processes N         processes running at once in one sandbox (default 1024)
+  --log-bytes N             output kept per process (default 1048576; 64 MiB per sandbox)
   --gc-interval-ms N        how often failed closes are retried (default 60000)
   --io-threads N            (default 2)
   --workers N               threads running request handlers (default 8)
@@ -78,6 +80,8 @@ int main(int argc, char** argv) {
                                       {"max-requests"},
                                       {"max-connections"},
                                       {"max-sandboxes"},
+                                      {"max-processes"},
+                                      {"log-bytes"},
                                       {"gc-interval-ms"},
                                       {"io-threads"},
                                       {"workers"}});
@@ -115,6 +119,8 @@ int main(int argc, char** argv) {
   if (auto n = positive(a, "max-requests", error)) o.limits.maxConcurrentRequests = *n;
   if (auto n = positive(a, "max-connections", error)) o.limits.maxConnections = *n;
   if (auto n = positive(a, "max-sandboxes", error)) o.sandboxLimits.maxSandboxes = *n;
+  if (auto n = positive(a, "max-processes", error)) o.sandboxLimits.maxProcessesPerSandbox = *n;
+  if (auto n = positive(a, "log-bytes", error)) o.sandboxLimits.processes.logBytesPerProcess = *n;
   if (auto n = positive(a, "gc-interval-ms", error)) o.gcInterval = std::chrono::milliseconds(*n);
   if (auto n = positive(a, "io-threads", error)) o.ioThreads = static_cast<int>(std::min<std::size_t>(*n, 64));
   if (auto n = positive(a, "workers", error)) o.workerThreads = static_cast<int>(std::min<std::size_t>(*n, 256));

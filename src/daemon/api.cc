@@ -10,7 +10,7 @@ namespace stockade::daemon {
 
 using nlohmann::json;
 
-Api::Api(ApiContext context) : context_(std::move(context)) {}
+Api::Api(ApiContext context) : context_(std::move(context)), processes_(*context_.sandboxes, *context_.ledger) {}
 
 namespace {
 
@@ -44,8 +44,26 @@ Reply Api::handle(Request& request) {
     case RouteId::kGetSandbox: return getSandbox(request);
     case RouteId::kNarrowSandbox: return narrowSandbox(request);
     case RouteId::kDeleteSandbox: return deleteSandbox(request);
-    case RouteId::kTerminate: return terminate(request);
-    default: break;
+    case RouteId::kTerminate: return processes_.terminate(request);
+    case RouteId::kStartProcess: return processes_.start(request);
+    case RouteId::kRunProcess: return processes_.run(request);
+    case RouteId::kListProcesses: return processes_.list(request);
+    case RouteId::kGetProcess: return processes_.get(request);
+    case RouteId::kProcessLogs: return processes_.logs(request);
+    case RouteId::kProcessLogStream: return processes_.stream(request);
+    case RouteId::kWaitProcess: return processes_.wait(request);
+    case RouteId::kKillProcess: return processes_.kill(request);
+    case RouteId::kProcessStdin: return processes_.stdinWrite(request);
+    case RouteId::kDeleteProcess: return processes_.remove(request);
+    case RouteId::kCreateSession: return processes_.createSession(request);
+    case RouteId::kGetSession: return processes_.getSession(request);
+    case RouteId::kSessionRun: return processes_.sessionRun(request);
+    case RouteId::kSessionStart: return processes_.sessionStart(request);
+    case RouteId::kDeleteSession: return processes_.deleteSession(request);
+    case RouteId::kStartPty: return processes_.startPty(request);
+    case RouteId::kAttachPty: return processes_.attachPty(request);
+    case RouteId::kResizePty: return processes_.resizePty(request);
+    case RouteId::kRunCode: break;
   }
   return Response::error({ApiCode::kNotImplemented, "route " + std::string(request.match.route->pattern) +
                                                         " is not implemented by this daemon"});
@@ -118,17 +136,6 @@ Reply Api::deleteSandbox(const Request& r) {
   if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
   if (auto e = context_.sandboxes->close(r.match.param("id"))) return Response::error(*e);
   return Response::noContent();
-}
-
-Reply Api::terminate(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  auto decoded = decodeTerminate(r.body);
-  if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
-  return replyOr<ledger::TerminateAnswer>(
-      context_.sandboxes->terminate(r.match.param("id"), std::get<TerminateRequest>(decoded).processKey),
-      [](const ledger::TerminateAnswer& a) {
-        return Response::json(json{{"result", ledger::terminateAnswerName(a)}}.dump());
-      });
 }
 
 }  // namespace stockade::daemon

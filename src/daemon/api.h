@@ -7,6 +7,7 @@
 #include <string>
 
 #include "platform/linux/features.h"
+#include "src/daemon/process_api.h"
 #include "src/daemon/sandboxes.h"
 #include "src/daemon/server.h"
 
@@ -15,6 +16,7 @@ namespace stockade::daemon {
 struct ApiContext {
   platform::KernelFeatures features;  // detected once at start-up
   Sandboxes* sandboxes = nullptr;     // owned by the Daemon, outlives the Api
+  ledger::Ledger* ledger = nullptr;   // the same
 };
 
 class Api : public Handler {
@@ -29,9 +31,9 @@ class Api : public Handler {
   Reply getSandbox(const Request& r);
   Reply narrowSandbox(const Request& r);
   Reply deleteSandbox(const Request& r);
-  Reply terminate(const Request& r);
 
   ApiContext context_;
+  ProcessApi processes_;
 };
 
 }  // namespace stockade::daemon

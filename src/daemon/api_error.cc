@@ -22,8 +22,10 @@ constexpr CodeInfo info(ApiCode code) noexcept {
     case ApiCode::kPermissionDenied: return {"permission_denied", 403};
     case ApiCode::kNotFound: return {"not_found", 404};
     case ApiCode::kMethodNotAllowed: return {"method_not_allowed", 405};
+    case ApiCode::kTimeout: return {"timeout", 408};
     case ApiCode::kStaleEpoch: return {"stale_epoch", 409};
     case ApiCode::kConflict: return {"conflict", 409};
+    case ApiCode::kUnsupported: return {"unsupported", 409};
     case ApiCode::kTooLarge: return {"too_large", 413};
     case ApiCode::kPolicyConflict: return {"E_SANDBOX_POLICY_CONFLICT", 422};
     case ApiCode::kNarrowingUnsupported: return {"E_SANDBOX_NARROWING_UNSUPPORTED", 422};

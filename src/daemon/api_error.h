@@ -18,8 +18,10 @@ enum class ApiCode {
   kPermissionDenied,       // "permission_denied" 403: a request with a refused Origin, a foreign peer
   kNotFound,               // "not_found" 404
   kMethodNotAllowed,       // "method_not_allowed" 405
+  kTimeout,                // "timeout" 408: a wait's budget passed; the process keeps running
   kStaleEpoch,             // "stale_epoch" 409: the sandbox was closed
   kConflict,               // "conflict" 409: e.g. a processKey already in use
+  kUnsupported,            // "unsupported" 409: not for this process (stdin of one started without it, ...)
   kTooLarge,               // "too_large" 413: a body or header over its limit
   kPolicyConflict,         // "E_SANDBOX_POLICY_CONFLICT" 422: a policy wider than the baseline
   kNarrowingUnsupported,   // "E_SANDBOX_NARROWING_UNSUPPORTED" 422
@@ -37,7 +39,8 @@ enum class ApiCode {
 inline constexpr ApiCode kAllApiCodes[] = {
     ApiCode::kInvalidArgument,      ApiCode::kInvalidPath,     ApiCode::kInvalidPolicy,
     ApiCode::kUnauthorized,         ApiCode::kPermissionDenied, ApiCode::kNotFound,
-    ApiCode::kMethodNotAllowed,     ApiCode::kStaleEpoch,      ApiCode::kConflict,
+    ApiCode::kMethodNotAllowed,     ApiCode::kTimeout,         ApiCode::kStaleEpoch,
+    ApiCode::kConflict,             ApiCode::kUnsupported,
     ApiCode::kTooLarge,             ApiCode::kPolicyConflict,  ApiCode::kNarrowingUnsupported,
     ApiCode::kNetworkGrantUnsupported, ApiCode::kPolicyDrift,  ApiCode::kNotInitialized,
     ApiCode::kSpawnFailed,          ApiCode::kReleaseFailed,   ApiCode::kInternal,

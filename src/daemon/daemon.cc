@@ -83,6 +83,9 @@ struct Daemon::Impl {
   DaemonOptions options;
   platform::UniqueFd stateLock;
   std::unique_ptr<ledger::Ledger> ledger;
+  // One supervisor loop, launcher, proxy and audit log for every sandbox.
+  // Declared before `sandboxes`: torn down after them.
+  std::unique_ptr<process::Runtime> runtime;
   ledger::RecoveryReport recovery;
   std::unique_ptr<Sandboxes> sandboxes;
   std::shared_ptr<Api> api;
@@ -96,10 +99,19 @@ struct Daemon::Impl {
 
   void runGc() {
     std::unique_lock lock(gcMu);
-    while (!gcWake.wait_for(lock, options.gcInterval, [&] { return stopping; })) {
+    // Ends of processes reach the ledger within kSyncInterval; failed
+    // closes are retried every gcInterval.
+    constexpr auto kSyncInterval = std::chrono::milliseconds(500);
+    auto nextCollect = std::chrono::steady_clock::now() + options.gcInterval;
+    while (!gcWake.wait_for(lock, std::min<std::chrono::milliseconds>(kSyncInterval, options.gcInterval),
+                            [&] { return stopping; })) {
       lock.unlock();
       try {
-        if (int n = sandboxes->collect(); n > 0) logEvent({{"event", "collected"}, {"released", n}});
+        sandboxes->syncEnded();
+        if (std::chrono::steady_clock::now() >= nextCollect) {
+          nextCollect = std::chrono::steady_clock::now() + options.gcInterval;
+          if (int n = sandboxes->collect(); n > 0) logEvent({{"event", "collected"}, {"released", n}});
+        }
       } catch (const std::exception& e) {
         logEvent({{"event", "collect_failed"}, {"error", e.what()}});
       }
@@ -123,7 +135,11 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
               {"alreadyGone", impl_->recovery.alreadyGone},
               {"unconfirmed", impl_->recovery.unconfirmed},
               {"errors", impl_->recovery.errors}});
-  impl_->sandboxes = std::make_unique<Sandboxes>(*impl_->ledger, o.baseline ? *o.baseline : SandboxPolicy::defaults(),
+  impl_->runtime = std::make_unique<process::Runtime>();
+  // Audit events in the library's schema, one JSON line each, beside the access log.
+  impl_->runtime->audit.setSink([](const std::string& line) { spdlog::info("{}", line); });
+  impl_->sandboxes = std::make_unique<Sandboxes>(*impl_->ledger, *impl_->runtime,
+                                                 o.baseline ? *o.baseline : SandboxPolicy::defaults(),
                                                  o.stateDir + "/workspaces", o.sandboxLimits);
   impl_->sandboxes->load();
   impl_->sandboxes->collect();
@@ -131,6 +147,7 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   ApiContext context;
   context.features = platform::detectKernelFeatures();
   context.sandboxes = impl_->sandboxes.get();
+  context.ledger = impl_->ledger.get();
   impl_->api = std::make_shared<Api>(std::move(context));
   ServerOptions so;
   so.listen = o.listen;
@@ -160,6 +177,10 @@ void Daemon::stop() {
   impl_->gcWake.notify_all();
   if (impl_->gc.joinable()) impl_->gc.join();
   if (impl_->server) impl_->server->stop();
+  // Every process is killed; the ledger records their ends.
+  if (impl_->sandboxes) {
+    impl_->sandboxes.reset();
+  }
 }
 
 ListenAddress Daemon::address() const { return impl_->server->address(); }

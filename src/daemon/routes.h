@@ -39,6 +39,7 @@ enum class RouteId {
   kDeleteProcess,
   kTerminate,
   kCreateSession,
+  kGetSession,
   kSessionRun,
   kSessionStart,
   kDeleteSession,

@@ -9,6 +9,9 @@
 #include <stdexcept>
 
 #include "src/daemon/ids.h"
+#include "src/process/registry.h"
+
+#include <csignal>
 
 namespace stockade::daemon {
 
@@ -32,12 +35,27 @@ ApiError closedError(const ledger::SandboxRecord& r) {
 
 }  // namespace
 
-Sandboxes::Sandboxes(ledger::Ledger& ledger, const SandboxPolicy& baseline, std::string workspacesRoot,
-                     SandboxLimits limits)
+Sandboxes::Sandboxes(ledger::Ledger& ledger, process::Runtime& runtime, const SandboxPolicy& baseline,
+                     std::string workspacesRoot, SandboxLimits limits)
     : ledger_(ledger),
+      runtime_(runtime),
       workspacesRoot_(std::move(workspacesRoot)),
       limits_(limits),
       baseline_(deriveBaseline(baseline, workspacesRoot_)) {}
+
+Sandboxes::~Sandboxes() {
+  // Every process of every sandbox is killed (their records say lost); the
+  // sandboxes themselves stay active in the ledger for the next start.
+  std::lock_guard lock(mu_);
+  for (auto& [id, e] : entries_)
+    if (e.live) e.live->dispose();
+}
+
+void Sandboxes::startLive(Entry& e, const SandboxPolicy& policy) {
+  e.live = LiveSandbox::make(runtime_, e.record.id, e.record.workspace, policy, contextFor(e.record.workspace),
+                             *e.rules, limits_.processes);
+  e.core = process::makeServiceCore(e.live);
+}
 
 DeriveContext Sandboxes::contextFor(const std::string& workspace) const {
   DeriveContext ctx = currentContext();
@@ -56,8 +74,12 @@ void Sandboxes::load() {
         e.problem = "its recorded policy no longer parses: " + pe->text();
       } else {
         auto derived = derive(std::get<SandboxPolicy>(policy), contextFor(e.record.workspace));
-        if (auto* de = std::get_if<PolicyError>(&derived)) e.problem = "its policy no longer derives: " + de->text();
-        else e.rules = std::get<DerivedRules>(std::move(derived));
+        if (auto* de = std::get_if<PolicyError>(&derived)) {
+          e.problem = "its policy no longer derives: " + de->text();
+        } else {
+          e.rules = std::get<DerivedRules>(std::move(derived));
+          startLive(e, std::get<SandboxPolicy>(policy));
+        }
       }
     }
     std::string id = e.record.id;
@@ -110,7 +132,8 @@ std::variant<SandboxView, ApiError> Sandboxes::create(const CreateSandboxRequest
   ledger_.insertSandbox(r);
   undo.keep = true;
   std::string id = r.id;
-  auto [it, inserted] = entries_.emplace(id, Entry{r, std::move(rules), ""});
+  auto [it, inserted] = entries_.emplace(id, Entry{r, std::move(rules), "", nullptr, nullptr});
+  startLive(it->second, *request.policy);
   return SandboxView{it->second.record, it->second.rules, ""};
 }
 
@@ -156,6 +179,7 @@ std::variant<SandboxView, ApiError> Sandboxes::narrow(std::string_view id, const
                     "narrow may only shrink sandbox " + entry.record.id + "'s live policy: " + w->message};
   std::string json = policy.toJson(), fingerprint = rules.fingerprint();
   ledger_.updatePolicy(entry.record.id, json, fingerprint);
+  if (entry.live) entry.live->narrow(policy, rules);
   entry.record.policyJson = std::move(json);
   entry.record.fingerprint = std::move(fingerprint);
   entry.record.updatedAt = ledger::utcTimestamp();
@@ -165,7 +189,14 @@ std::variant<SandboxView, ApiError> Sandboxes::narrow(std::string_view id, const
 
 std::optional<std::string> Sandboxes::release(const ledger::SandboxRecord& record) {
   std::string errors;
-  // Its processes: every group recorded as running is killed through its identity.
+  // Its processes: the live ones are killed by their supervisor and waited
+  // for; then the ledger's rows are brought up to date.
+  if (auto it = entries_.find(record.id); it != entries_.end() && it->second.live) {
+    it->second.live->dispose();  // every process of this run is dead now
+    for (const ledger::ProcessRecord& p : ledger_.unfinished(record.id))
+      ledger_.markEnded(p.processKey, ledger::ProcessState::kKilled, std::nullopt, SIGKILL, "its sandbox was closed");
+  }
+  // Any group still recorded as running is killed through its identity.
   for (const ledger::ProcessRecord& p : ledger_.unfinished(record.id)) {
     if (ledger::terminateRecorded(ledger_, record.id, p.processKey) == ledger::TerminateAnswer::kUnknown &&
         p.identity)
@@ -204,11 +235,70 @@ std::optional<ApiError> Sandboxes::close(std::string_view id) {
   return std::nullopt;
 }
 
-std::variant<ledger::TerminateAnswer, ApiError> Sandboxes::terminate(std::string_view id, const std::string& key) {
+std::variant<Sandboxes::LiveHandle, ApiError> Sandboxes::live(std::string_view id) {
   std::lock_guard lock(mu_);
   auto found = liveEntry(id);
   if (auto* e = std::get_if<ApiError>(&found)) return *e;
-  return ledger::terminateRecorded(ledger_, std::get<Entry*>(found)->record.id, key);
+  Entry& entry = *std::get<Entry*>(found);
+  if (!entry.live) return ApiError{ApiCode::kNotInitialized, "sandbox " + entry.record.id + ": " + entry.problem};
+  return LiveHandle{entry.record.id, entry.live, entry.core};
+}
+
+void Sandboxes::syncEnded() {
+  std::vector<std::pair<std::shared_ptr<process::ServiceCore>, ledger::ProcessRecord>> running;
+  {
+    std::lock_guard lock(mu_);
+    for (const ledger::ProcessRecord& p : ledger_.unfinished()) {
+      auto it = entries_.find(p.sandboxId);
+      if (it != entries_.end() && it->second.core && !p.processId.empty()) running.emplace_back(it->second.core, p);
+    }
+  }
+  for (const auto& [core, p] : running) {
+    auto dto = core->get(p.processId);
+    if (std::holds_alternative<ProcessError>(dto)) {
+      // Deleted (its delete wrote its end) or its sandbox closed meanwhile.
+      if (std::get<ProcessError>(dto).code == ProcessErrorCode::kNotFound)
+        ledger_.markEnded(p.processKey, ledger::ProcessState::kKilled, std::nullopt, std::nullopt, "deleted");
+      continue;
+    }
+    const ProcessDto& d = std::get<ProcessDto>(dto);
+    if (d.state != ProcessState::kTerminal || !d.reason) continue;
+    ledger::ProcessState state = *d.reason == ProcessReason::kFailed ? ledger::ProcessState::kFailed
+                                 : *d.reason == ProcessReason::kLost ? ledger::ProcessState::kKilled
+                                                                     : ledger::ProcessState::kExited;
+    ledger_.markEnded(p.processKey, state, d.exitCode, std::nullopt, d.reasonDetail.value_or(""));
+  }
+}
+
+std::variant<ledger::TerminateAnswer, ApiError> Sandboxes::terminate(std::string_view id, const std::string& key) {
+  LiveHandle h;
+  {
+    std::lock_guard lock(mu_);
+    auto found = liveEntry(id);
+    if (auto* e = std::get_if<ApiError>(&found)) return *e;
+    Entry& entry = *std::get<Entry*>(found);
+    h = LiveHandle{entry.record.id, entry.live, entry.core};
+  }
+  auto record = ledger_.process(key);
+  if (!record || record->sandboxId != h.id) return ledger::TerminateAnswer::kUnknown;
+  // Started by this daemon and still supervised: kill the whole sandbox of
+  // the process, then confirm its end.
+  if (h.core && !record->processId.empty()) {
+    auto found = h.core->find(record->processId);
+    if (auto* rec = std::get_if<std::shared_ptr<process::Record>>(&found)) {
+      if (!(*rec)->terminal()) {
+        std::int64_t effect = ledger_.beginEffect(key, "terminate", "SIGKILL");
+        (void)h.core->kill(record->processId, KillOptions{ProcessSignal::kKill, std::nullopt, ProcessSignal::kKill});
+        bool gone = (*rec)->wait(std::chrono::seconds(10)).has_value();
+        ledger_.endEffect(effect, gone, gone ? "killed" : "still running 10 s after SIGKILL");
+        if (!gone) return ledger::TerminateAnswer::kUnknown;
+        ledger_.markEnded(key, ledger::ProcessState::kKilled, std::nullopt, SIGKILL, "terminate");
+        return ledger::TerminateAnswer::kTerminated;
+      }
+      syncEnded();
+    }
+  }
+  return ledger::terminateRecorded(ledger_, h.id, key);
 }
 
 int Sandboxes::collect() {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "src/daemon/api_error.h"
+#include "src/daemon/live_sandbox.h"
 #include "src/daemon/requests.h"
 #include "src/ledger/ledger.h"
 #include "src/ledger/recovery.h"
@@ -28,7 +29,9 @@
 namespace stockade::daemon {
 
 struct SandboxLimits {
-  std::size_t maxSandboxes = 256;  // not yet released: 503 beyond
+  std::size_t maxSandboxes = 256;             // not yet released: 503 beyond
+  std::size_t maxProcessesPerSandbox = 1024;  // running at once: 503 beyond
+  ProcessLimits processes;
 };
 
 // What GET /v1/sandboxes/{id} shows.
@@ -42,7 +45,10 @@ class Sandboxes {
  public:
   // Derives the baseline against `workspacesRoot` (created if missing);
   // throws std::runtime_error naming the policy entry that fails.
-  Sandboxes(ledger::Ledger& ledger, const SandboxPolicy& baseline, std::string workspacesRoot, SandboxLimits limits);
+  // Every sandbox's processes run on `runtime` (one supervisor loop).
+  Sandboxes(ledger::Ledger& ledger, process::Runtime& runtime, const SandboxPolicy& baseline,
+            std::string workspacesRoot, SandboxLimits limits);
+  ~Sandboxes();
 
   // The rows a previous run left: live rules re-derived for each active one;
   // closes left unfinished are retried.
@@ -58,7 +64,21 @@ class Sandboxes {
   // Closes it; released already is fine. A failure leaves release_failed
   // (500 release_failed), retried by collect().
   std::optional<ApiError> close(std::string_view id);
-  // terminate(processKey) for this sandbox.
+  // A live sandbox and its process service (404, 409 stale_epoch otherwise).
+  struct LiveHandle {
+    std::string id;
+    std::shared_ptr<LiveSandbox> sandbox;
+    std::shared_ptr<process::ServiceCore> core;
+  };
+  std::variant<LiveHandle, ApiError> live(std::string_view id);
+  std::size_t maxProcesses() const { return limits_.maxProcessesPerSandbox; }
+
+  // Writes the end of every process the ledger still has running whose
+  // record has ended (periodically, and after a close).
+  void syncEnded();
+
+  // terminate(processKey) for this sandbox: a running group is killed and
+  // its end confirmed; an ended or recovered one is answered from the ledger.
   std::variant<ledger::TerminateAnswer, ApiError> terminate(std::string_view id, const std::string& processKey);
   // The collection pass (periodic): retries failed closes.
   int collect();
@@ -70,13 +90,17 @@ class Sandboxes {
     ledger::SandboxRecord record;
     std::optional<DerivedRules> rules;
     std::string problem;
+    std::shared_ptr<LiveSandbox> live;  // its processes; null unless active
+    std::shared_ptr<process::ServiceCore> core;
   };
+  void startLive(Entry& e, const SandboxPolicy& policy);
   DeriveContext contextFor(const std::string& workspace) const;
   std::optional<std::string> release(const ledger::SandboxRecord& record);
   // The entry for `id`, or the error for a missing or closed one; mu_ held.
   std::variant<Entry*, ApiError> liveEntry(std::string_view id);
 
   ledger::Ledger& ledger_;
+  process::Runtime& runtime_;
   std::string workspacesRoot_;
   SandboxLimits limits_;
   DerivedRules baseline_;

@@ -346,14 +346,14 @@ bool Ledger::beginStart(const std::string& processKey, const std::string& sandbo
   return sqlite3_changes(db_) == 1;
 }
 
-void Ledger::markStarted(std::string_view processKey, const platform::ProcessIdentity& identity,
-                         const std::string& cgroup) {
+void Ledger::markStarted(std::string_view processKey, const std::string& processId,
+                         const platform::ProcessIdentity& identity, const std::string& cgroup) {
   std::lock_guard lock(mu_);
   Stmt s(db_,
          "UPDATE processes SET state = 'running', pid = ?2, start_time = ?3, boot_id = ?4, cgroup = ?5, "
-         "started_at = ?6 WHERE process_key = ?1");
+         "started_at = ?6, process_id = CASE WHEN ?7 = '' THEN process_id ELSE ?7 END WHERE process_key = ?1");
   s.bind(1, processKey).bind(2, std::int64_t{identity.pid}).bind(3, static_cast<std::int64_t>(identity.startTime));
-  s.bind(4, identity.bootId).bind(5, cgroup).bind(6, utcTimestamp());
+  s.bind(4, identity.bootId).bind(5, cgroup).bind(6, utcTimestamp()).bind(7, processId);
   s.run();
 }
 

@@ -114,7 +114,9 @@ class Ledger {
   // ---- processes: the start effect
   // Written before the spawn. False when the key is already recorded.
   bool beginStart(const std::string& processKey, const std::string& sandboxId, const std::string& processId);
-  void markStarted(std::string_view processKey, const platform::ProcessIdentity& identity, const std::string& cgroup);
+  // `processId` is the id the process service gave it (known once it started).
+  void markStarted(std::string_view processKey, const std::string& processId,
+                   const platform::ProcessIdentity& identity, const std::string& cgroup);
   // state is kExited, kKilled or kFailed.
   void markEnded(std::string_view processKey, ProcessState state, std::optional<int> exitCode,
                  std::optional<int> signal, const std::string& detail = "");

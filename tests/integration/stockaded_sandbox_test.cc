@@ -375,7 +375,7 @@ TEST(StockadedSandboxTest, AfterKill9TheRecordedGroupsAreKilledReportedLostAndTe
       ASSERT_TRUE(l.beginStart(key, id, "p_" + std::to_string(i)));
       auto identity = platform::identifyProcess(spawnOrphanGroup());
       ASSERT_TRUE(identity);
-      l.markStarted(key, *identity, "");
+      l.markStarted(key, "", *identity, "");
       groups.push_back(*identity);
     }
     d.kill9();

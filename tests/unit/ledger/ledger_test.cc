@@ -106,7 +106,7 @@ TEST(LedgerTest, AStartIsRecordedBeforeDispatchAndUpdatedWhenItEnds) {
   EXPECT_EQ(l->process("key-1")->state, ProcessState::kDispatching);
   EXPECT_FALSE(l->process("key-1")->identity);
   platform::ProcessIdentity id{1234, 99, "boot"};
-  l->markStarted("key-1", id, "/sys/fs/cgroup/x");
+  l->markStarted("key-1", "", id, "/sys/fs/cgroup/x");
   auto r = l->process("key-1");
   EXPECT_EQ(r->state, ProcessState::kRunning);
   EXPECT_EQ(r->identity, id);
@@ -142,14 +142,14 @@ TEST(LedgerTest, RecoveryKillsEveryRecordedGroupStillAliveAndMarksItLost) {
       pid_t pid = spawnOrphanGroup();
       auto id = platform::identifyProcess(pid);
       ASSERT_TRUE(id);
-      l->markStarted(key, *id, "");
+      l->markStarted(key, "", *id, "");
       groups.push_back(*id);
     }
     // One that exited before the crash, one the crash caught before its spawn.
     ASSERT_TRUE(l->beginStart("gone", "sb_a", "p_gone"));
     pid_t pid = spawnOrphanGroup();
     auto id = platform::identifyProcess(pid);
-    l->markStarted("gone", *id, "");
+    l->markStarted("gone", "", *id, "");
     ::kill(pid, SIGKILL);
     ASSERT_TRUE(eventuallyGone(*id));
     ASSERT_TRUE(l->beginStart("undispatched", "sb_a", "p_u"));
@@ -189,12 +189,12 @@ TEST(LedgerTest, APidNowNamingAnotherProcessIsNeverSignalled) {
   platform::ProcessIdentity recorded = *real;
   recorded.startTime -= 1;
   ASSERT_TRUE(l->beginStart("reused", "sb_a", "p_r"));
-  l->markStarted("reused", recorded, "");
+  l->markStarted("reused", "", recorded, "");
   // And a record from an earlier boot.
   platform::ProcessIdentity oldBoot = *real;
   oldBoot.bootId = "00000000-0000-0000-0000-000000000000";
   ASSERT_TRUE(l->beginStart("old-boot", "sb_a", "p_o"));
-  l->markStarted("old-boot", oldBoot, "");
+  l->markStarted("old-boot", "", oldBoot, "");
   RecoveryReport report = recoverProcesses(*l);
   EXPECT_EQ(report.alreadyGone, 2);
   EXPECT_EQ(report.killed, 0);
@@ -210,7 +210,7 @@ TEST(LedgerTest, TerminateKillsARecordedRunningGroupOnceAndAnswersTheSameAfter) 
   pid_t pid = spawnOrphanGroup();
   auto id = platform::identifyProcess(pid);
   ASSERT_TRUE(l->beginStart("k", "sb_a", "p"));
-  l->markStarted("k", *id, "");
+  l->markStarted("k", "", *id, "");
   EXPECT_EQ(terminateRecorded(*l, "sb_a", "k"), TerminateAnswer::kTerminated);
   EXPECT_TRUE(eventuallyGone(*id));
   EXPECT_EQ(l->process("k")->state, ProcessState::kKilled);
