@@ -348,7 +348,8 @@ int psCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
     return kExitOk;
   }
   std::string out = pad("ID", 36) + pad("KIND", 8) + pad("STATE", 10) + pad("EXIT", 12) + pad("NAME", 14) + "COMMAND\n";
-  for (const auto& p : json::parse(r.body)["items"]) {
+  json listed = json::parse(r.body);
+  for (const auto& p : listed["items"]) {
     std::string exit;
     if (p.contains("exitCode") && p["exitCode"].is_number()) exit = std::to_string(p["exitCode"].get<int>());
     else if (p.contains("signal") && p["signal"].is_string()) exit = p["signal"];

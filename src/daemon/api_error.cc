@@ -32,7 +32,7 @@ constexpr CodeInfo info(ApiCode code) noexcept {
     case ApiCode::kNetworkGrantUnsupported: return {"E_SANDBOX_NETWORK_GRANT_UNSUPPORTED", 422};
     case ApiCode::kPolicyDrift: return {"E_SANDBOX_POLICY_DRIFT", 422};
     case ApiCode::kNotInitialized: return {"E_SANDBOX_NOT_INITIALIZED", 409};
-    case ApiCode::kSpawnFailed: return {"E_SANDBOX_SPAWN_FAILED", 500};
+    case ApiCode::kSpawnFailed: return {"E_SANDBOX_SPAWN_FAILED", 422};
     case ApiCode::kReleaseFailed: return {"release_failed", 500};
     case ApiCode::kInternal: return {"internal", 500};
     case ApiCode::kNotImplemented: return {"not_implemented", 501};

@@ -28,7 +28,7 @@ enum class ApiCode {
   kNetworkGrantUnsupported,// "E_SANDBOX_NETWORK_GRANT_UNSUPPORTED" 422
   kPolicyDrift,            // "E_SANDBOX_POLICY_DRIFT" 422: live rules widened since admission
   kNotInitialized,         // "E_SANDBOX_NOT_INITIALIZED" 409: the sandbox is not usable
-  kSpawnFailed,            // "E_SANDBOX_SPAWN_FAILED" 500
+  kSpawnFailed,            // "E_SANDBOX_SPAWN_FAILED" 422: the child could not start (the message names the step)
   kReleaseFailed,          // "release_failed" 500: a close that did not release; retried by gc
   kInternal,               // "internal" 500: a bug or a host failure; the message says which call
   kNotImplemented,         // "not_implemented" 501
