@@ -1,3 +1,5 @@
+// SHA1_Init/Update/Final: see webSocketAccept().
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "src/cli/websocket.h"
 
 #include <openssl/sha.h>
@@ -43,8 +45,14 @@ void randomBytes(unsigned char* p, std::size_t n) {
 std::string webSocketAccept(std::string_view key) {
   std::string s(key);
   s += "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+  // The direct SHA-1 functions, not SHA1()/EVP: EVP goes through OpenSSL's
+  // provider machinery, which would pull every algorithm's tables into the
+  // statically linked CLI and its start-up (as policy/rules.cc explains).
   unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(s.data()), s.size(), digest);
+  SHA_CTX ctx;
+  SHA1_Init(&ctx);
+  SHA1_Update(&ctx, s.data(), s.size());
+  SHA1_Final(digest, &ctx);
   return base64(digest, sizeof digest);
 }
 
