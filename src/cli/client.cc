@@ -8,13 +8,6 @@
 
 namespace stockade::cli {
 
-std::vector<FlagSpec> clientFlags(std::vector<FlagSpec> more) {
-  more.push_back({"connect"});
-  more.push_back({"token-file"});
-  more.push_back({"json", false});
-  return more;
-}
-
 ClientSetup setupClient(const ParsedArgs& args) {
   ClientSetup s;
   s.json = args.has("json");

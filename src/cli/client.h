@@ -15,9 +15,6 @@ namespace stockade::cli {
 
 inline constexpr const char* kDefaultConnect = "unix:/run/stockade/stockaded.sock";
 
-// The flags every daemon command takes.
-std::vector<FlagSpec> clientFlags(std::vector<FlagSpec> more = {});
-
 struct ClientSetup {
   std::unique_ptr<HttpClient> client;
   bool json = false;

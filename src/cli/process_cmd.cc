@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 
 #include "src/cli/client.h"
 #include "src/cli/commands.h"
+#include "src/cli/help.h"
 #include "src/cli/output.h"
 #include "src/cli/terminal.h"
 #include "src/cli/websocket.h"
@@ -25,34 +27,8 @@ using nlohmann::json;
 constexpr int kExitTimedOut = 124;
 constexpr int kExitNotRun = 125;  // the process was lost or failed to start
 
-constexpr const char* kProcessUsage = R"(usage: stockade COMMAND ... [--connect ADDR] [--token-file FILE] [--json]
-
-  exec SANDBOX [--cwd DIR] [--env NAME=VALUE]... [--timeout-ms N] [--key KEY] [--name NAME]
-       [--stdin] [--detach] [--] PROGRAM [ARG...]
-                      start PROGRAM in the sandbox (argv, no shell), stream its output to
-                      stdout/stderr and exit with its status (128+N for signal N, 124 when
-                      --timeout-ms killed it, 125 when it could not run); --stdin sends this
-                      standard input to it; --detach prints its id and returns at once
-  ps SANDBOX [--state running|terminal|all]
-                      its processes: id, state, exit, name, command
-  logs SANDBOX PROCESS [-f|--follow] [--since CURSOR]
-                      its output (stdout to stdout, stderr to stderr); -f follows it until it
-                      ends, across a lost connection, without losing or repeating a line;
-                      --since starts after a cursor (--json prints the frames with theirs)
-  kill SANDBOX PROCESS [--signal TERM|KILL|INT|HUP|QUIT|USR1|USR2] [--escalate-after MS]
-  wait SANDBOX PROCESS [--timeout-ms N]
-                      until it ends; exits with its status (124 if N ms passed first)
-  attach SANDBOX PROCESS
-                      a PTY process: the terminal in raw mode, keys in, output out, the window
-                      size followed; Ctrl-] detaches; the terminal is restored on exit
-
-  --connect ADDR      unix:PATH or HOST:PORT (default $STOCKADE_CONNECT, else
-                      unix:/run/stockade/stockaded.sock)
-  --token-file FILE   the daemon's token (default $STOCKADE_TOKEN_FILE)
-)";
-
 int usage(const std::string& command, const std::string& message) {
-  printErr("stockade " + command + ": " + message + "\n" + kProcessUsage);
+  printErr("stockade " + command + ": " + message + "; see stockade " + command + " --help\n");
   return kExitUsage;
 }
 
@@ -228,8 +204,10 @@ struct ExecArgs {
   std::vector<std::string> flags;
   std::vector<std::string> command;
 };
-ExecArgs splitExec(const std::vector<std::string>& args) {
-  static const char* kValued[] = {"--cwd", "--env", "--timeout-ms", "--key", "--name", "--connect", "--token-file"};
+ExecArgs splitExec(const std::vector<std::string>& args, const HelpTopic& topic) {
+  std::vector<std::string> valued;  // flags that take the next argument
+  for (const auto& f : topic.flags)
+    if (!f.value.empty()) valued.push_back("--" + std::string(f.name));
   ExecArgs out;
   int positionals = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -238,11 +216,10 @@ ExecArgs splitExec(const std::vector<std::string>& args) {
       out.command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
       return out;
     }
-    bool valued = false;
-    for (const char* v : kValued) valued = valued || a == v;
+    bool takesValue = std::find(valued.begin(), valued.end(), a) != valued.end();
     if (a.starts_with("-")) {
       out.flags.push_back(a);
-      if (valued && i + 1 < args.size()) out.flags.push_back(args[++i]);
+      if (takesValue && i + 1 < args.size()) out.flags.push_back(args[++i]);
       continue;
     }
     if (positionals++ == 0) {
@@ -256,18 +233,13 @@ ExecArgs splitExec(const std::vector<std::string>& args) {
 }
 
 int execCommand(const std::vector<std::string>& args) {
-  ExecArgs split = splitExec(args);
-  auto parsed = parseArgs(split.flags, clientFlags({{"cwd"},
-                                                    {"env", true, true},
-                                                    {"timeout-ms"},
-                                                    {"key"},
-                                                    {"name"},
-                                                    {"stdin", false},
-                                                    {"detach", false}}));
+  const HelpTopic& topic = *findHelpTopic("exec");
+  ExecArgs split = splitExec(args, topic);
+  auto parsed = parseArgs(split.flags, flagSpecs(topic));
   if (auto* e = std::get_if<std::string>(&parsed)) return usage("exec", *e);
   const ParsedArgs& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    printOut(kProcessUsage);
+    printOut(helpText(topic));
     return kExitOk;
   }
   if (a.positionals.size() != 1) return usage("exec", "give the sandbox id, then the program");
@@ -530,18 +502,12 @@ int attachCommand(const ParsedArgs& a, ClientSetup& s) {
 
 int processCommand(const std::string& command, const std::vector<std::string>& args) {
   if (command == "exec") return execCommand(args);
-  std::vector<std::string> normalized;
-  for (const auto& a : args) normalized.push_back(a == "-f" ? "--follow" : a);
-  auto parsed = parseArgs(normalized, clientFlags({{"state"},
-                                                  {"follow", false},
-                                                  {"since"},
-                                                  {"signal"},
-                                                  {"escalate-after"},
-                                                  {"timeout-ms"}}));
+  const HelpTopic& topic = *findHelpTopic(command);
+  auto parsed = parseArgs(args, flagSpecs(topic));
   if (auto* e = std::get_if<std::string>(&parsed)) return usage(command, *e);
   const ParsedArgs& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    printOut(kProcessUsage);
+    printOut(helpText(topic));
     return kExitOk;
   }
   ClientSetup s = setupClient(a);
@@ -551,11 +517,10 @@ int processCommand(const std::string& command, const std::vector<std::string>& a
     if (command == "logs") return logsCommand(a, *s.client, s.json);
     if (command == "kill") return killCommand(a, *s.client);
     if (command == "wait") return waitCommand(a, *s.client, s.json);
-    if (command == "attach") return attachCommand(a, s);
+    return attachCommand(a, s);
   } catch (const ClientError& e) {
     return reportFailure(command, e.what());
   }
-  return usage(command, "unknown command");
 }
 
 }  // namespace stockade::cli

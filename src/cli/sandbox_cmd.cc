@@ -4,6 +4,7 @@
 
 #include "src/cli/client.h"
 #include "src/cli/commands.h"
+#include "src/cli/help.h"
 #include "src/cli/output.h"
 #include "src/cli/policy_file.h"
 
@@ -12,34 +13,19 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSandboxUsage = R"(usage: stockade sandbox SUBCOMMAND [--connect ADDR] [--token-file FILE] [--json]
-
-  create [--policy FILE] [--workspace DIR]   create a sandbox; prints its id
-  ls                                         list sandboxes: id, state, created, workspace
-  show ID                                    one sandbox, with its live derived rules
-  narrow ID --policy FILE                    narrow that sandbox's policy
-  rm ID...                                   close sandboxes: kill their processes, release them
-
-The policy must narrow the daemon's own (stockaded --policy); a section or
-field the file leaves out takes the bundled default's value.
-
-  --connect ADDR      unix:PATH or HOST:PORT (default $STOCKADE_CONNECT, else
-                      unix:/run/stockade/stockaded.sock)
-  --token-file FILE   the daemon's token (default $STOCKADE_TOKEN_FILE)
-  --json              print the daemon's JSON replies
-)";
-
 int usage(const std::string& message) {
-  printErr("stockade sandbox: " + message + "\n" + kSandboxUsage);
+  printErr("stockade sandbox: " + message + "\n");
   return kExitUsage;
 }
 
 std::string policyBody(const std::string& file, std::string& error) {
   auto policy = loadPolicyFile(file);
-  if (auto* e = std::get_if<std::string>(&policy)) {
-    error = *e;
+  if (auto* e = std::get_if<PolicyFileError>(&policy)) {
+    error = e->lines();
+    while (!error.empty() && error.back() == '\n') error.pop_back();
     return "";
   }
+  for (const auto& line : policyNoteLines(file, std::get<SandboxPolicy>(policy))) printErr("stockade: " + line + "\n");
   return std::get<SandboxPolicy>(policy).toJson();
 }
 
@@ -93,7 +79,7 @@ int show(HttpClient& c, const std::string& id) {
 
 int narrow(HttpClient& c, const std::string& id, const ParsedArgs& a, bool asJson) {
   auto file = a.value("policy");
-  if (!file) return usage("narrow needs --policy FILE");
+  if (!file) return usage("narrow: needs --policy FILE; see stockade sandbox narrow --help");
   std::string error, policy = policyBody(*file, error);
   if (!error.empty()) return reportFailure("sandbox narrow", error);
   HttpResult r = c.request("POST", "/v1/sandboxes/" + id + "/narrow", "{\"policy\":" + policy + "}");
@@ -115,49 +101,40 @@ int remove(HttpClient& c, const std::vector<std::string>& ids) {
 }  // namespace
 
 int sandboxCommand(const std::vector<std::string>& args) {
-  if (args.empty()) return usage("give a subcommand");
-  const std::string sub = args.front();
-  if (sub == "--help" || sub == "-h" || sub == "help") {
-    printOut(kSandboxUsage);
+  const HelpTopic& overview = *findHelpTopic("sandbox");
+  if (args.empty()) {
+    printErr(helpText(overview));
+    return kExitUsage;
+  }
+  const std::string sub = args.front() == "list" ? "ls" : args.front();
+  if (sub == "--help" || sub == "-h") {
+    printOut(helpText(overview));
     return kExitOk;
   }
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  auto parsed = parseArgs(rest, clientFlags({{"policy"}, {"workspace"}}));
-  if (auto* e = std::get_if<std::string>(&parsed)) return usage(*e);
+  const HelpTopic* topic = sub.starts_with("-") ? nullptr : findHelpTopic("sandbox " + sub);
+  if (!topic) return usage("unknown subcommand \"" + sub + "\"; see stockade sandbox --help");
+  auto parsed = parseArgs({args.begin() + 1, args.end()}, flagSpecs(*topic));
+  if (auto* e = std::get_if<std::string>(&parsed)) return usage(sub + ": " + *e);
   const ParsedArgs& a = std::get<ParsedArgs>(parsed);
   if (a.has("help")) {
-    printOut(kSandboxUsage);
+    printOut(helpText(*topic));
     return kExitOk;
   }
+  std::size_t ids = sub == "show" || sub == "narrow" ? 1 : 0;
+  if ((sub == "rm" ? a.positionals.empty() : a.positionals.size() != ids) || !a.rest.empty())
+    return usage(sub + ": usage: stockade sandbox " + sub + " " + std::string(topic->synopsis));
   ClientSetup s = setupClient(a);
   if (!s.error.empty()) return usage(s.error);
   HttpClient& c = *s.client;
-  auto needsId = [&](std::size_t n) { return a.positionals.size() == n; };
   try {
-    if (sub == "create") {
-      if (!needsId(0)) return usage("create takes no arguments");
-      return create(c, a, s.json);
-    }
-    if (sub == "ls" || sub == "list") {
-      if (!needsId(0)) return usage("ls takes no arguments");
-      return list(c, s.json);
-    }
-    if (sub == "show") {
-      if (!needsId(1)) return usage("show takes one sandbox id");
-      return show(c, a.positionals[0]);
-    }
-    if (sub == "narrow") {
-      if (!needsId(1)) return usage("narrow takes one sandbox id");
-      return narrow(c, a.positionals[0], a, s.json);
-    }
-    if (sub == "rm") {
-      if (a.positionals.empty()) return usage("rm takes sandbox ids");
-      return remove(c, a.positionals);
-    }
+    if (sub == "create") return create(c, a, s.json);
+    if (sub == "ls") return list(c, s.json);
+    if (sub == "show") return show(c, a.positionals[0]);
+    if (sub == "narrow") return narrow(c, a.positionals[0], a, s.json);
+    return remove(c, a.positionals);
   } catch (const ClientError& e) {
     return reportFailure("sandbox " + sub, e.what());
   }
-  return usage("unknown subcommand \"" + sub + "\"");
 }
 
 }  // namespace stockade::cli

@@ -110,7 +110,13 @@ int main(int argc, char** argv) {
   o.stateDir = *a.value("state-dir");
   if (auto file = a.value("policy")) {
     auto policy = cli::loadPolicyFile(*file);
-    if (auto* e = std::get_if<std::string>(&policy)) return usageError("--policy " + *e);
+    if (auto* e = std::get_if<cli::PolicyFileError>(&policy)) {
+      std::string lines = e->lines();
+      while (!lines.empty() && lines.back() == '\n') lines.pop_back();
+      return usageError("--policy " + lines);
+    }
+    for (const auto& line : cli::policyNoteLines(*file, std::get<SandboxPolicy>(policy)))
+      cli::printErr("stockaded: " + line + "\n");
     o.baseline = std::get<SandboxPolicy>(std::move(policy));
   }
   o.allowedOrigins = a.values("allow-origin");
