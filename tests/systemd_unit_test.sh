@@ -8,7 +8,7 @@ if ! command -v systemd-analyze >/dev/null; then
   echo "SKIP: systemd-analyze is not installed"; exit 0
 fi
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-sed "s|/usr/local/bin/stockaded|$stockaded|" "$src/packaging/stockaded.service" > "$work/stockaded.service"
+sed "s|/usr/bin/stockaded|$stockaded|" "$src/packaging/stockaded.service" > "$work/stockaded.service"
 out="$(systemd-analyze verify --man=no "$work/stockaded.service" 2>&1 || true)"
 if [ -n "$out" ]; then echo "$out"; echo "FAIL: systemd-analyze verify reported problems"; exit 1; fi
 grep -q -- "--listen unix:/run/stockade/stockaded.sock" "$work/stockaded.service"
