@@ -69,8 +69,12 @@ std::optional<StatFields> statOf(pid_t pid) {
 }  // namespace
 
 std::string currentBootId() {
-  std::string id = readSmallFile("/proc/sys/kernel/random/boot_id");
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  // Read once: it names the boot this process runs in, which cannot change under it.
+  static const std::string id = [] {
+    std::string text = readSmallFile("/proc/sys/kernel/random/boot_id");
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  }();
   return id;
 }
 

@@ -138,12 +138,23 @@ std::optional<std::chrono::milliseconds> millis(const std::optional<std::uint64_
   return std::chrono::milliseconds(*v);
 }
 
-// Waits for a record on a thread of the reply's own; a client that leaves
-// stops the wait at once.
-Deferred deferredWait(std::shared_ptr<process::Record> record, std::optional<std::chrono::milliseconds> timeout,
-                      std::function<Response(const WaitResult&)> done, std::string what) {
-  return Deferred{std::make_shared<ThreadedReply>([record, timeout, done, what](std::stop_token stop) -> Response {
-    auto result = record->wait(timeout, stop);
+// How long a wait blocks its worker thread before it moves to a thread of
+// its own: most commands end sooner, and then no thread is made for them.
+constexpr std::chrono::milliseconds kInlineWait{20};
+
+// Waits for a record: briefly on the worker, then on a thread of the
+// reply's own; a client that leaves stops that wait at once.
+Reply deferredWait(std::shared_ptr<process::Record> record, std::optional<std::chrono::milliseconds> timeout,
+                   std::function<Response(const WaitResult&)> done, std::string what) {
+  auto brief = timeout ? std::min(*timeout, kInlineWait) : kInlineWait;
+  if (auto result = record->wait(brief)) return done(*result);
+  if (timeout && *timeout <= kInlineWait)
+    return Response::error({ApiCode::kTimeout, what + " still runs after " + std::to_string(timeout->count()) +
+                                                   " ms; it goes on (wait, stream or kill it by its id)"});
+  std::optional<std::chrono::milliseconds> left;
+  if (timeout) left = *timeout - brief;
+  return Deferred{std::make_shared<ThreadedReply>([record, timeout, left, done, what](std::stop_token stop) -> Response {
+    auto result = record->wait(left, stop);
     if (!result)
       return Response::error({ApiCode::kTimeout, what + " still runs after " +
                                                      std::to_string(timeout ? timeout->count() : 0) +
