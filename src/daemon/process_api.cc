@@ -22,14 +22,54 @@ Response jsonReply(const json& j, int status = 200) {
   return Response::json(j.dump(-1, ' ', false, json::error_handler_t::replace), status);
 }
 
+// What every process route starts with: its decoded request and its live
+// sandbox, or the reply that refuses it.
 template <class T>
-const T* decodedOr(const Decoded<T>& d, Reply& error) {
-  if (auto* e = std::get_if<ApiError>(&d)) {
-    error = Response::error(*e);
-    return nullptr;
+struct Prepared {
+  T q;
+  Sandboxes::LiveHandle h;
+};
+template <class T>
+using PreparedOr = std::variant<Prepared<T>, Response>;
+
+// `queryUsed`: the decoder read the query; otherwise the route takes none.
+template <class T>
+PreparedOr<T> prepare(Sandboxes& sandboxes, const Request& r, Decoded<T> decoded, bool queryUsed = false) {
+  if (!queryUsed) {
+    if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
   }
-  return &std::get<T>(d);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
+  auto live = sandboxes.live(r.match.param("id"));
+  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
+  return Prepared<T>{std::get<T>(std::move(decoded)), std::get<Sandboxes::LiveHandle>(std::move(live))};
 }
+
+// A route with neither body nor query.
+struct NoRequest {};
+PreparedOr<NoRequest> prepare(Sandboxes& sandboxes, const Request& r) {
+  return prepare(sandboxes, r, Decoded<NoRequest>(NoRequest{}));
+}
+
+// A process-service result as a value, or its error as a reply.
+template <class T>
+std::variant<T, Response> unwrap(ProcessResult<T> result) {
+  if (auto* e = std::get_if<ProcessError>(&result)) return Response::error(apiErrorFor(*e));
+  return std::get<T>(std::move(result));
+}
+template <class T>
+std::variant<T, Response> unwrap(std::variant<ProcessResult<T>, ApiError> guarded) {
+  if (auto* e = std::get_if<ApiError>(&guarded)) return Response::error(*e);
+  return unwrap(std::get<ProcessResult<T>>(std::move(guarded)));
+}
+Reply statusReply(const ProcessStatus& status) {
+  if (status) return Response::error(apiErrorFor(*status));
+  return Response::noContent();
+}
+
+#define STOCKADE_OR_REPLY(var, expr)            \
+  auto var##Or = (expr);                        \
+  if (auto* reply = std::get_if<Response>(&var##Or)) return *reply; \
+  auto& var = std::get<0>(var##Or)
 
 // The library's refusals of a start: caller bugs (std::invalid_argument) are
 // 400; SandboxError keeps its seed code.
@@ -165,42 +205,20 @@ Reply deferredWait(std::shared_ptr<process::Record> record, std::optional<std::c
 
 }  // namespace
 
-Reply ProcessApi::start(const Request& r) {
-  Reply error;
-  auto decoded = decodeStartProcess(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  if (auto e = processLimit(h, sandboxes_.maxProcesses())) return Response::error(*e);
-  auto started = startRecorded(ledger_, h, q->processKey, [&](const std::string& key) {
-    return h.core->start(commandOf(*q), startOptions(*q, key));
-  });
-  if (auto* e = std::get_if<ApiError>(&started)) return Response::error(*e);
-  return jsonReply(processJson(std::get<Started>(started).dto));
-}
-
-Reply ProcessApi::run(const Request& r) {
-  Reply error;
-  auto decoded = decodeRunProcess(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  if (auto e = processLimit(h, sandboxes_.maxProcesses())) return Response::error(*e);
-  auto started = startRecorded(ledger_, h, q->processKey, [&](const std::string& key) {
-    return h.core->start(commandOf(*q), startOptions(*q, key));
+// A start of `command` recorded in the ledger, then its Process.
+Reply ProcessApi::startCommand(const Request& r, Decoded<StartProcessRequest> decoded, bool wait) {
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, std::move(decoded)));
+  if (auto e = processLimit(p.h, sandboxes_.maxProcesses())) return Response::error(*e);
+  auto started = startRecorded(ledger_, p.h, p.q.processKey, [&](const std::string& key) {
+    return p.h.core->start(commandOf(p.q), startOptions(p.q, key));
   });
   if (auto* e = std::get_if<ApiError>(&started)) return Response::error(*e);
   const Started& s = std::get<Started>(started);
-  auto found = h.core->find(s.handle.id());
-  if (auto* e = std::get_if<ProcessError>(&found)) return Response::error(apiErrorFor(*e));
-  auto record = std::get<std::shared_ptr<process::Record>>(found);
+  if (!wait) return jsonReply(processJson(s.dto));
+  STOCKADE_OR_REPLY(record, unwrap(p.h.core->find(s.handle.id())));
   std::string key = *s.dto.processKey;
   ledger::Ledger* ledger = &ledger_;
-  return deferredWait(record, millis(q->timeoutMs),
+  return deferredWait(record, millis(p.q.timeoutMs),
                       [record, key, ledger](const WaitResult& result) {
                         recordEnd(*ledger, key, record->snapshot());
                         return jsonReply(runResultJson(process::ServiceCore::collect(*record, result)));
@@ -208,59 +226,54 @@ Reply ProcessApi::run(const Request& r) {
                       "process " + s.handle.id());
 }
 
+Reply ProcessApi::start(const Request& r) { return startCommand(r, decodeStartProcess(r.body), false); }
+
+Reply ProcessApi::run(const Request& r) { return startCommand(r, decodeRunProcess(r.body), true); }
+
 Reply ProcessApi::list(const Request& r) {
-  Reply error;
-  auto decoded = decodeListProcesses(r.query);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeListProcesses(r.query), true));
   ProcessListOptions o;
-  o.state = q->state == "running"    ? ProcessListOptions::States::kRunning
-            : q->state == "terminal" ? ProcessListOptions::States::kTerminal
-                                     : ProcessListOptions::States::kAll;
-  if (q->kind) {
+  o.state = p.q.state == "running"    ? ProcessListOptions::States::kRunning
+            : p.q.state == "terminal" ? ProcessListOptions::States::kTerminal
+                                      : ProcessListOptions::States::kAll;
+  if (p.q.kind) {
     for (ProcessKind k : {ProcessKind::kExec, ProcessKind::kPty, ProcessKind::kCode, ProcessKind::kSession})
-      if (processKindName(k) == *q->kind) o.kind = k;
+      if (processKindName(k) == *p.q.kind) o.kind = k;
   }
-  o.name = q->name;
-  auto items = std::get<Sandboxes::LiveHandle>(live).core->list(o);
-  if (auto* e = std::get_if<ProcessError>(&items)) return Response::error(apiErrorFor(*e));
+  o.name = p.q.name;
+  STOCKADE_OR_REPLY(items, unwrap(p.h.core->list(o)));
   json out = json::array();
-  for (const auto& p : std::get<std::vector<ProcessDto>>(items)) out.push_back(processJson(p));
+  for (const auto& d : items) out.push_back(processJson(d));
   return jsonReply(json{{"items", std::move(out)}});
 }
 
 Reply ProcessApi::get(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto dto = std::get<Sandboxes::LiveHandle>(live).core->get(std::string(r.match.param("pid")));
-  if (auto* e = std::get_if<ProcessError>(&dto)) return Response::error(apiErrorFor(*e));
-  return jsonReply(processJson(std::get<ProcessDto>(dto)));
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r));
+  STOCKADE_OR_REPLY(dto, unwrap(p.h.core->get(std::string(r.match.param("pid")))));
+  return jsonReply(processJson(dto));
 }
 
-Reply ProcessApi::logs(const Request& r) {
-  Reply error;
-  auto decoded = decodeLogs(r.query);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
+namespace {
+
+LogsOptions logsOptions(const LogsQuery& q) {
   LogsOptions o;
-  o.cursor = q->cursor;
-  o.limit = q->limit;
-  o.encoding = q->encoding == daemon::LogEncoding::kBase64 ? stockade::LogEncoding::kBase64 : stockade::LogEncoding::kText;
-  auto page = guarded([&] { return std::get<Sandboxes::LiveHandle>(live).core->logs(std::string(r.match.param("pid")), o); });
-  if (auto* e = std::get_if<ApiError>(&page)) return Response::error(*e);
-  auto& result = std::get<ProcessResult<LogsPage>>(page);
-  if (auto* e = std::get_if<ProcessError>(&result)) return Response::error(apiErrorFor(*e));
-  const LogsPage& p = std::get<LogsPage>(result);
+  o.cursor = q.cursor;
+  o.limit = q.limit;
+  o.encoding = q.encoding == daemon::LogEncoding::kBase64 ? stockade::LogEncoding::kBase64 : stockade::LogEncoding::kText;
+  return o;
+}
+
+}  // namespace
+
+Reply ProcessApi::logs(const Request& r) {
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeLogs(r.query), true));
+  const LogsOptions o = logsOptions(p.q);
+  STOCKADE_OR_REPLY(page, unwrap(guarded([&] { return p.h.core->logs(std::string(r.match.param("pid")), o); })));
   json items = json::array();
-  for (const auto& f : p.items) items.push_back(logFrameJson(f));
-  json out{{"items", std::move(items)}, {"hasMore", p.hasMore}, {"truncatedHead", p.truncatedHead}};
-  if (p.nextCursor) out["nextCursor"] = *p.nextCursor;
-  if (p.firstAvailableCursor) out["firstAvailableCursor"] = *p.firstAvailableCursor;
+  for (const auto& f : page.items) items.push_back(logFrameJson(f));
+  json out{{"items", std::move(items)}, {"hasMore", page.hasMore}, {"truncatedHead", page.truncatedHead}};
+  if (page.nextCursor) out["nextCursor"] = *page.nextCursor;
+  if (page.firstAvailableCursor) out["firstAvailableCursor"] = *page.firstAvailableCursor;
   return jsonReply(out);
 }
 
@@ -295,141 +308,103 @@ ThreadedChunks::Produce logPump(std::shared_ptr<process::ServiceCore> core, std:
 }  // namespace
 
 Reply ProcessApi::stream(const Request& r) {
-  Reply error;
-  auto decoded = decodeLogStream(r.query);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeLogStream(r.query), true));
   std::string pid(r.match.param("pid"));
-  // Refused before the stream starts: an unknown process is a 404, not a stream.
-  auto exists = guarded([&] { return h.core->logs(pid, LogsOptions{q->cursor, 1, stockade::LogEncoding::kText}); });
-  if (auto* e = std::get_if<ApiError>(&exists)) return Response::error(*e);
-  if (auto* e = std::get_if<ProcessError>(&std::get<ProcessResult<LogsPage>>(exists)))
-    return Response::error(apiErrorFor(*e));
-  LogsOptions o;
-  o.cursor = q->cursor;
-  o.encoding = q->encoding == daemon::LogEncoding::kBase64 ? stockade::LogEncoding::kBase64 : stockade::LogEncoding::kText;
-  return StreamReply{std::make_shared<ThreadedChunks>(logPump(h.core, pid, o, false))};
+  LogsOptions o = logsOptions(p.q);
+  o.limit = 1;
+  // Refused before the stream starts: an unknown process or cursor is an
+  // error reply, not a stream.
+  STOCKADE_OR_REPLY(probe, unwrap(guarded([&] { return p.h.core->logs(pid, o); })));
+  (void)probe;
+  return StreamReply{std::make_shared<ThreadedChunks>(logPump(p.h.core, pid, logsOptions(p.q), false))};
 }
 
 Reply ProcessApi::wait(const Request& r) {
-  Reply error;
-  auto decoded = decodeWait(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeWait(r.body)));
   std::string pid(r.match.param("pid"));
-  auto found = std::get<Sandboxes::LiveHandle>(live).core->find(pid);
-  if (auto* e = std::get_if<ProcessError>(&found)) return Response::error(apiErrorFor(*e));
-  return deferredWait(std::get<std::shared_ptr<process::Record>>(found), millis(q->timeoutMs),
+  STOCKADE_OR_REPLY(record, unwrap(p.h.core->find(pid)));
+  return deferredWait(record, millis(p.q.timeoutMs),
                       [](const WaitResult& result) { return jsonReply(waitResultJson(result)); }, "process " + pid);
 }
 
-Reply ProcessApi::kill(const Request& r) {
-  Reply error;
-  auto decoded = decodeKill(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  std::string pid(r.match.param("pid"));
-  auto dto = h.core->get(pid);
-  if (auto* e = std::get_if<ProcessError>(&dto)) return Response::error(apiErrorFor(*e));
-  KillOptions o;
-  auto toSignal = [](daemon::Signal s) {
-    switch (s) {
-      case daemon::Signal::kTerm: return ProcessSignal::kTerm;
-      case daemon::Signal::kKill: return ProcessSignal::kKill;
-      case daemon::Signal::kInt: return ProcessSignal::kInt;
-      case daemon::Signal::kHup: return ProcessSignal::kHup;
-      case daemon::Signal::kQuit: return ProcessSignal::kQuit;
-      case daemon::Signal::kUsr1: return ProcessSignal::kUsr1;
-      case daemon::Signal::kUsr2: return ProcessSignal::kUsr2;
-    }
-    return ProcessSignal::kTerm;
-  };
-  o.signal = toSignal(q->signal);
-  o.escalateTo = toSignal(q->escalateTo);
-  if (q->escalateAfterMs) o.escalateAfter = std::chrono::milliseconds(*q->escalateAfterMs);
-  // The stop is written before it is dispatched, under the process's key.
-  const auto& d = std::get<ProcessDto>(dto);
-  std::int64_t effect = d.processKey ? ledger_.beginEffect(*d.processKey, "signal", signalName(q->signal)) : 0;
-  auto status = h.core->kill(pid, o);
+namespace {
+
+ProcessSignal toSignal(daemon::Signal s) {
+  switch (s) {
+    case daemon::Signal::kTerm: return ProcessSignal::kTerm;
+    case daemon::Signal::kKill: return ProcessSignal::kKill;
+    case daemon::Signal::kInt: return ProcessSignal::kInt;
+    case daemon::Signal::kHup: return ProcessSignal::kHup;
+    case daemon::Signal::kQuit: return ProcessSignal::kQuit;
+    case daemon::Signal::kUsr1: return ProcessSignal::kUsr1;
+    case daemon::Signal::kUsr2: return ProcessSignal::kUsr2;
+  }
+  return ProcessSignal::kTerm;
+}
+
+}  // namespace
+
+// A stop (signal, delete) of a process: written to the ledger under its key
+// before it is dispatched, and marked done or failed after.
+ProcessStatus ProcessApi::recordedStop(const ProcessDto& dto, std::string_view op, std::string_view detail,
+                                       const std::function<ProcessStatus()>& stop) {
+  std::int64_t effect = dto.processKey ? ledger_.beginEffect(*dto.processKey, op, detail) : 0;
+  ProcessStatus status = stop();
   if (effect) ledger_.endEffect(effect, !status, status ? status->message : "");
-  if (status) return Response::error(apiErrorFor(*status));
-  return Response::noContent();
+  return status;
+}
+
+Reply ProcessApi::kill(const Request& r) {
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeKill(r.body)));
+  std::string pid(r.match.param("pid"));
+  STOCKADE_OR_REPLY(dto, unwrap(p.h.core->get(pid)));
+  KillOptions o;
+  o.signal = toSignal(p.q.signal);
+  o.escalateTo = toSignal(p.q.escalateTo);
+  if (p.q.escalateAfterMs) o.escalateAfter = std::chrono::milliseconds(*p.q.escalateAfterMs);
+  return statusReply(recordedStop(dto, "signal", signalName(p.q.signal), [&] { return p.h.core->kill(pid, o); }));
 }
 
 Reply ProcessApi::stdinWrite(const Request& r) {
-  Reply error;
-  auto decoded = decodeStdin(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto status = std::get<Sandboxes::LiveHandle>(live).core->stdin(std::string(r.match.param("pid")), q->data, q->eof);
-  if (status) return Response::error(apiErrorFor(*status));
-  return Response::noContent();
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeStdin(r.body)));
+  return statusReply(p.h.core->stdin(std::string(r.match.param("pid")), p.q.data, p.q.eof));
 }
 
 Reply ProcessApi::remove(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r));
   std::string pid(r.match.param("pid"));
-  auto dto = h.core->get(pid);
-  if (auto* e = std::get_if<ProcessError>(&dto)) return Response::error(apiErrorFor(*e));
-  const auto& d = std::get<ProcessDto>(dto);
-  std::int64_t effect = d.processKey ? ledger_.beginEffect(*d.processKey, "delete", "") : 0;
-  auto status = h.core->remove(pid);
-  if (effect) ledger_.endEffect(effect, !status, status ? status->message : "");
-  if (status) return Response::error(apiErrorFor(*status));
-  if (d.processKey && d.state != ProcessState::kTerminal)
-    ledger_.markEnded(*d.processKey, ledger::ProcessState::kKilled, std::nullopt, SIGTERM, "deleted");
-  return Response::noContent();
+  STOCKADE_OR_REPLY(dto, unwrap(p.h.core->get(pid)));
+  auto status = recordedStop(dto, "delete", "", [&] { return p.h.core->remove(pid); });
+  if (!status && dto.processKey && dto.state != ProcessState::kTerminal)
+    ledger_.markEnded(*dto.processKey, ledger::ProcessState::kKilled, std::nullopt, SIGTERM, "deleted");
+  return statusReply(status);
 }
 
 Reply ProcessApi::terminate(const Request& r) {
   if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  Reply error;
   auto decoded = decodeTerminate(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto answer = sandboxes_.terminate(r.match.param("id"), q->processKey);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
+  auto answer = sandboxes_.terminate(r.match.param("id"), std::get<TerminateRequest>(decoded).processKey);
   if (auto* e = std::get_if<ApiError>(&answer)) return Response::error(*e);
   return jsonReply(json{{"result", ledger::terminateAnswerName(std::get<ledger::TerminateAnswer>(answer))}});
 }
 
 Reply ProcessApi::createSession(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  Reply error;
-  auto decoded = decodeCreateSession(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  if (auto e = processLimit(h, sandboxes_.maxProcesses())) return Response::error(*e);
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeCreateSession(r.body)));
+  if (auto e = processLimit(p.h, sandboxes_.maxProcesses())) return Response::error(*e);
   CreateSessionOptions o;
-  o.cwd = q->cwd;
-  o.env = q->env;
-  o.shell = q->shell;
+  o.cwd = p.q.cwd;
+  o.env = p.q.env;
+  o.shell = p.q.shell;
+  // The shell's sandbox is recorded like any process: before, then its identity.
   std::string key = newId("pk_");
-  if (!ledger_.beginStart(key, h.id, "")) return Response::error({ApiCode::kInternal, "processKey collision"});
-  auto created = guarded([&] { return h.core->createSession(o); });
-  auto fail = [&](const ApiError& e) {
-    ledger_.markEnded(key, ledger::ProcessState::kFailed, std::nullopt, std::nullopt, e.message);
-    return Response::error(e);
-  };
-  if (auto* e = std::get_if<ApiError>(&created)) return fail(*e);
-  auto& result = std::get<ProcessResult<Session>>(created);
-  if (auto* e = std::get_if<ProcessError>(&result)) return fail(apiErrorFor(*e));
-  const Session& session = std::get<Session>(result);
+  if (!ledger_.beginStart(key, p.h.id, "")) return Response::error({ApiCode::kInternal, "processKey collision"});
+  auto created = unwrap(guarded([&] { return p.h.core->createSession(o); }));
+  if (auto* reply = std::get_if<Response>(&created)) {
+    ledger_.markEnded(key, ledger::ProcessState::kFailed, std::nullopt, std::nullopt, reply->body);
+    return *reply;
+  }
+  const Session& session = std::get<Session>(created);
   auto dto = session.get();
   if (auto* d = std::get_if<ProcessDto>(&dto); d && d->pid) {
     if (auto identity = platform::identifyProcess(*d->pid)) ledger_.markStarted(key, session.id(), *identity, "");
@@ -438,12 +413,9 @@ Reply ProcessApi::createSession(const Request& r) {
 }
 
 Reply ProcessApi::getSession(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto dto = std::get<Sandboxes::LiveHandle>(live).core->sessionGet(std::string(r.match.param("sid")));
-  if (auto* e = std::get_if<ProcessError>(&dto)) return Response::error(apiErrorFor(*e));
-  return jsonReply(processJson(std::get<ProcessDto>(dto)));
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r));
+  STOCKADE_OR_REPLY(dto, unwrap(p.h.core->sessionGet(std::string(r.match.param("sid")))));
+  return jsonReply(processJson(dto));
 }
 
 namespace {
@@ -461,114 +433,67 @@ SessionRunOptions sessionOptions(const SessionCommandRequest& q) {
 
 }  // namespace
 
-Reply ProcessApi::sessionRun(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  Reply error;
-  auto decoded = decodeSessionRun(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  auto started = guarded([&] { return h.core->sessionStart(std::string(r.match.param("sid")), q->command, sessionOptions(*q)); });
-  if (auto* e = std::get_if<ApiError>(&started)) return Response::error(*e);
-  auto& result = std::get<ProcessResult<ProcessHandle>>(started);
-  if (auto* e = std::get_if<ProcessError>(&result)) return Response::error(apiErrorFor(*e));
-  const ProcessHandle& handle = std::get<ProcessHandle>(result);
-  auto found = h.core->find(handle.id());
-  if (auto* e = std::get_if<ProcessError>(&found)) return Response::error(apiErrorFor(*e));
-  auto record = std::get<std::shared_ptr<process::Record>>(found);
-  return deferredWait(record, millis(q->timeoutMs),
+Reply ProcessApi::sessionCommand(const Request& r, Decoded<SessionCommandRequest> decoded, bool wait) {
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, std::move(decoded)));
+  STOCKADE_OR_REPLY(handle, unwrap(guarded([&] {
+    return p.h.core->sessionStart(std::string(r.match.param("sid")), p.q.command, sessionOptions(p.q));
+  })));
+  if (!wait) {
+    STOCKADE_OR_REPLY(dto, unwrap(handle.get()));
+    return jsonReply(processJson(dto));
+  }
+  STOCKADE_OR_REPLY(record, unwrap(p.h.core->find(handle.id())));
+  return deferredWait(record, millis(p.q.timeoutMs),
                       [record](const WaitResult& w) {
                         return jsonReply(runResultJson(process::ServiceCore::collect(*record, w)));
                       },
                       "session command " + handle.id());
 }
 
-Reply ProcessApi::sessionStart(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  Reply error;
-  auto decoded = decodeSessionStart(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  auto started = guarded([&] { return h.core->sessionStart(std::string(r.match.param("sid")), q->command, sessionOptions(*q)); });
-  if (auto* e = std::get_if<ApiError>(&started)) return Response::error(*e);
-  auto& result = std::get<ProcessResult<ProcessHandle>>(started);
-  if (auto* e = std::get_if<ProcessError>(&result)) return Response::error(apiErrorFor(*e));
-  auto dto = std::get<ProcessHandle>(result).get();
-  if (auto* e = std::get_if<ProcessError>(&dto)) return Response::error(apiErrorFor(*e));
-  return jsonReply(processJson(std::get<ProcessDto>(dto)));
-}
+Reply ProcessApi::sessionRun(const Request& r) { return sessionCommand(r, decodeSessionRun(r.body), true); }
+
+Reply ProcessApi::sessionStart(const Request& r) { return sessionCommand(r, decodeSessionStart(r.body), false); }
 
 Reply ProcessApi::deleteSession(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto status = std::get<Sandboxes::LiveHandle>(live).core->sessionRemove(std::string(r.match.param("sid")));
-  if (status) return Response::error(apiErrorFor(*status));
-  return Response::noContent();
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r));
+  return statusReply(p.h.core->sessionRemove(std::string(r.match.param("sid"))));
 }
 
 Reply ProcessApi::startPty(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  Reply error;
-  auto decoded = decodeStartPty(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
-  if (auto e = processLimit(h, sandboxes_.maxProcesses())) return Response::error(*e);
-  auto started = startRecorded(ledger_, h, std::nullopt, [&](const std::string& key) {
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeStartPty(r.body)));
+  if (auto e = processLimit(p.h, sandboxes_.maxProcesses())) return Response::error(*e);
+  auto started = startRecorded(ledger_, p.h, std::nullopt, [&](const std::string& key) {
     ProcessStartOptions o;
-    o.cwd = q->cwd;
-    o.env = q->env;
+    o.cwd = p.q.cwd;
+    o.env = p.q.env;
     o.processKey = key;
     // No command: an interactive shell.
-    return h.core->start(ProcessCommand::shell(q->cmd.value_or("exec \"${SHELL:-sh}\" -i")), o, ProcessKind::kPty,
-                         stockade::TerminalSize{q->size.cols, q->size.rows});
+    return p.h.core->start(ProcessCommand::shell(p.q.cmd.value_or("exec \"${SHELL:-sh}\" -i")), o, ProcessKind::kPty,
+                           stockade::TerminalSize{p.q.size.cols, p.q.size.rows});
   });
   if (auto* e = std::get_if<ApiError>(&started)) return Response::error(*e);
   return jsonReply(processJson(std::get<Started>(started).dto));
 }
 
 Reply ProcessApi::attachPty(const Request& r) {
-  Reply error;
-  auto decoded = decodeLogStream(r.query);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto& h = std::get<Sandboxes::LiveHandle>(live);
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeLogStream(r.query), true));
   std::string pid(r.match.param("pid"));
-  auto dto = h.core->get(pid);
-  if (auto* e = std::get_if<ProcessError>(&dto)) return Response::error(apiErrorFor(*e));
-  if (std::get<ProcessDto>(dto).kind != ProcessKind::kPty)
+  STOCKADE_OR_REPLY(dto, unwrap(p.h.core->get(pid)));
+  if (dto.kind != ProcessKind::kPty)
     return Response::error({ApiCode::kUnsupported, "process " + pid + " is not a PTY; stream its logs instead"});
-  auto core = h.core;
   LogsOptions o;
-  o.cursor = q->cursor;
+  o.cursor = p.q.cursor;
   o.encoding = stockade::LogEncoding::kBase64;  // terminal bytes, whatever they are
+  auto core = p.h.core;
   return Upgrade{std::make_shared<ThreadedDuplex>(
-      [core, pid](std::string_view bytes) { (void)core->stdin(pid, bytes, false); },
-      logPump(core, pid, o, true))};
+      [core, pid](std::string_view bytes) { (void)core->stdin(pid, bytes, false); }, logPump(core, pid, o, true))};
 }
 
 Reply ProcessApi::resizePty(const Request& r) {
-  if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
-  Reply error;
-  auto decoded = decodeResize(r.body);
-  auto* q = decodedOr(decoded, error);
-  if (!q) return error;
-  auto live = sandboxes_.live(r.match.param("id"));
-  if (auto* e = std::get_if<ApiError>(&live)) return Response::error(*e);
-  auto status = std::get<Sandboxes::LiveHandle>(live).core->resize(std::string(r.match.param("pid")),
-                                                                   stockade::TerminalSize{q->cols, q->rows});
-  if (status) return Response::error(apiErrorFor(*status));
-  return Response::noContent();
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeResize(r.body)));
+  return statusReply(p.h.core->resize(std::string(r.match.param("pid")), stockade::TerminalSize{p.q.cols, p.q.rows}));
 }
+
+#undef STOCKADE_OR_REPLY
 
 }  // namespace stockade::daemon

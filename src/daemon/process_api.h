@@ -7,6 +7,10 @@
 
 #include <cstddef>
 
+#include <functional>
+#include <string_view>
+
+#include "src/daemon/requests.h"
 #include "src/daemon/sandboxes.h"
 #include "src/daemon/server.h"
 
@@ -37,6 +41,11 @@ class ProcessApi {
   Reply resizePty(const Request& r);
 
  private:
+  Reply startCommand(const Request& r, Decoded<StartProcessRequest> decoded, bool wait);
+  Reply sessionCommand(const Request& r, Decoded<SessionCommandRequest> decoded, bool wait);
+  ProcessStatus recordedStop(const ProcessDto& dto, std::string_view op, std::string_view detail,
+                             const std::function<ProcessStatus()>& stop);
+
   Sandboxes& sandboxes_;
   ledger::Ledger& ledger_;
 };

@@ -1,21 +1,12 @@
 #include "src/daemon/process_json.h"
 
-#include <ctime>
+#include "src/ledger/ledger.h"
 
 namespace stockade::daemon {
 
 using nlohmann::json;
 
-std::string isoTime(std::chrono::system_clock::time_point t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
+std::string isoTime(std::chrono::system_clock::time_point t) { return ledger::utcTimestamp(t); }
 
 json processJson(const ProcessDto& p) {
   std::string kind(processKindName(p.kind)), state(processStateName(p.state));

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "src/ledger/ledger.h"
+#include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
@@ -24,21 +25,7 @@ namespace {
 
 using nlohmann::json;
 
-// Every field spelled out (an omitted field takes the bundled default's value).
-json policy(json allowWrite = json::array({"."})) {
-  return {{"filesystem",
-           {{"denyRead", json::array({"~/.ssh", "/etc/shadow"})},
-            {"allowRead", json::array()},
-            {"allowWrite", std::move(allowWrite)},
-            {"denyWrite", json::array()}}},
-          {"network",
-           {{"allowedDomains", json::array()},
-            {"deniedDomains", json::array()},
-            {"allowUnixSockets", json::array()},
-            {"allowLocalBinding", false}}},
-          {"env", {{"allow", json::array({"PATH", "HOME"})}}},
-          {"limits", {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}}}};
-}
+json policy(json allowWrite = json::array({"."})) { return daemonTestPolicy(std::move(allowWrite)); }
 
 json body(const HttpReply& r) { return json::parse(r.body); }
 

@@ -14,8 +14,10 @@
 #include <thread>
 
 #include "src/ledger/ledger.h"
+#include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/orphan_group.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade::testing {
@@ -23,22 +25,7 @@ namespace {
 
 using nlohmann::json;
 
-// Every field spelled out (policy semantics are changing: an omitted field
-// will take the bundled default's value).
-json policy(json allowWrite = json::array({"."})) {
-  return {{"filesystem",
-           {{"denyRead", json::array({"~/.ssh", "/etc/shadow"})},
-            {"allowRead", json::array()},
-            {"allowWrite", std::move(allowWrite)},
-            {"denyWrite", json::array()}}},
-          {"network",
-           {{"allowedDomains", json::array()},
-            {"deniedDomains", json::array()},
-            {"allowUnixSockets", json::array()},
-            {"allowLocalBinding", false}}},
-          {"env", {{"allow", json::array({"PATH", "HOME"})}}},
-          {"limits", {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}}}};
-}
+json policy(json allowWrite = json::array({"."})) { return daemonTestPolicy(std::move(allowWrite)); }
 
 // The daemon's baseline for these tests: the policy above.
 DaemonProcess::Options withBaseline(const TempDir& dir, std::vector<std::string> extra = {}) {
@@ -334,30 +321,6 @@ TEST(StockadedSandboxTest, ACloseThatCannotReleaseIsKeptAndRetried) {
   EXPECT_NE(d.log().find("\"event\":\"collected\""), std::string::npos);
 }
 
-// A process group recorded in the ledger as the process routes record one
-// (before dispatch, then its identity once spawned): a `sleep` in a session
-// of its own whose parent has exited, so nothing but its identity reaches it.
-pid_t spawnOrphanGroup() {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe");
-  pid_t mid = ::fork();
-  if (mid == 0) {
-    ::setsid();
-    pid_t leaf = ::fork();
-    if (leaf == 0) {
-      ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    (void)!::write(fds[1], &leaf, sizeof leaf);
-    _exit(0);
-  }
-  ::close(fds[1]);
-  pid_t leaf = 0;
-  (void)!::read(fds[0], &leaf, sizeof leaf);
-  ::close(fds[0]);
-  ::waitpid(mid, nullptr, 0);
-  return leaf;
-}
 
 TEST(StockadedSandboxTest, AfterKill9TheRecordedGroupsAreKilledReportedLostAndTerminateAnswersForEachKey) {
   TempDir dir;

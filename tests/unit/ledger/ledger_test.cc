@@ -12,11 +12,13 @@
 #include <thread>
 
 #include "src/ledger/recovery.h"
+#include "tests/support/orphan_group.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade::ledger {
 namespace {
 
+using testing::spawnOrphanGroup;
 using testing::TempDir;
 
 std::unique_ptr<Ledger> openLedger(const std::string& path) {
@@ -25,30 +27,6 @@ std::unique_ptr<Ledger> openLedger(const std::string& path) {
   return std::move(std::get<std::unique_ptr<Ledger>>(r));
 }
 
-// A `sleep` in a new session whose parent has exited: not our child.
-pid_t spawnOrphanGroup() {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe");
-  pid_t mid = ::fork();
-  if (mid == 0) {
-    ::setsid();
-    pid_t leaf = ::fork();
-    if (leaf == 0) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    (void)!::write(fds[1], &leaf, sizeof leaf);
-    _exit(0);
-  }
-  ::close(fds[1]);
-  pid_t leaf = 0;
-  (void)!::read(fds[0], &leaf, sizeof leaf);
-  ::close(fds[0]);
-  ::waitpid(mid, nullptr, 0);
-  return leaf;
-}
 
 bool alive(const platform::ProcessIdentity& id) {
   auto now = platform::identifyProcess(id.pid);
