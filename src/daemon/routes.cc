@@ -11,9 +11,10 @@ using A = Access;
 using B = BodyKind;
 using R = ReplyKind;
 
-// Order matters only for readability: patterns never overlap (a literal
-// segment and a parameter never compete at the same depth of one prefix
-// except where the literal is listed first and checked first: see match()).
+// The first route of the request's method whose pattern fits wins. Where a
+// literal and a parameter share a depth (".../processes/run" beside
+// ".../processes/{pid}"), they are served under different methods, so no
+// path fits two routes of one method (tests/unit/daemon/routes_test.cc).
 constexpr Route kRoutes[] = {
     {M::kGet, "/v1/health", RouteId::kHealth, A::kPublic, B::kNone, R::kJson,
      "daemon status and the kernel features it detected"},

@@ -59,7 +59,8 @@ enum class Access {
 enum class BodyKind {
   kNone,  // any body is refused (400)
   kJson,  // buffered whole, up to the JSON body limit, then decoded (requests.h)
-  kRaw,   // handed to the route unread, to stream (file uploads, tar trees): no route yet
+  kRaw,   // handed to the route unread, to stream (file uploads, tar trees); the
+          // server refuses these with 501 until a route (the workspace's) reads them
 };
 
 // How a route replies.

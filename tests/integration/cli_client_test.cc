@@ -217,7 +217,7 @@ class CuttingRelay {
     std::thread toUp([client, up] {
       char buf[4096];
       for (ssize_t n; (n = ::read(client, buf, sizeof buf)) > 0;)
-        if (::write(up, buf, static_cast<std::size_t>(n)) != n) break;
+        if (::send(up, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) break;
       ::shutdown(up, SHUT_WR);
     });
     std::size_t sent = 0;
@@ -225,7 +225,8 @@ class CuttingRelay {
     for (ssize_t n; (n = ::read(up, buf, sizeof buf)) > 0;) {
       std::size_t take = static_cast<std::size_t>(n);
       if (cut && sent + take > cutAfter_) take = cutAfter_ - sent;
-      if (::write(client, buf, take) != static_cast<ssize_t>(take)) break;
+      // MSG_NOSIGNAL: a client gone first must not end the test with SIGPIPE.
+      if (::send(client, buf, take, MSG_NOSIGNAL) != static_cast<ssize_t>(take)) break;
       sent += take;
       if (cut && sent >= cutAfter_) {
         ++cuts_;

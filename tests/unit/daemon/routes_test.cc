@@ -79,6 +79,24 @@ TEST(RoutesTest, TheDaemonTableHasNoDuplicatesAndWellFormedPatterns) {
   }
 }
 
+TEST(RoutesTest, NoPathFitsTwoRoutesOfOneMethod) {
+  // Every pattern with its parameters filled by the literals of the others.
+  for (const Route& a : routes()) {
+    for (const Route& b : routes()) {
+      if (&a == &b || a.method != b.method) continue;
+      std::vector<std::string> pa, pb;
+      std::string sa(a.pattern), sb(b.pattern);
+      for (std::size_t i = 0, j; i < sa.size(); i = j + 1) pa.push_back(sa.substr(i, (j = std::min(sa.find('/', i), sa.size())) - i));
+      for (std::size_t i = 0, j; i < sb.size(); i = j + 1) pb.push_back(sb.substr(i, (j = std::min(sb.find('/', i), sb.size())) - i));
+      if (pa.size() != pb.size()) continue;
+      bool overlap = true;
+      for (std::size_t k = 0; k < pa.size() && overlap; ++k)
+        overlap = pa[k] == pb[k] || pa[k].starts_with("{") || pb[k].starts_with("{");
+      EXPECT_FALSE(overlap) << methodName(a.method) << " " << a.pattern << " and " << b.pattern << " fit one path";
+    }
+  }
+}
+
 TEST(RoutesTest, QueryStringsDecodeAndRefuseRepeatsAndBadEscapes) {
   auto q = parseQuery("a=1&b=x%20y+z&c=&d");
   ASSERT_TRUE(std::holds_alternative<Query>(q));
