@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <climits>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -103,6 +104,9 @@ int main(int argc, char** argv) {
     auto token = daemon::readTokenFile(*file);
     if (token.index() == 1) return usageError("--token-file " + std::get<1>(token));
     o.token = std::get<0>(std::move(token));
+    // Absolute: it becomes a denyRead entry of every sandbox.
+    char real[PATH_MAX];
+    o.tokenFile = ::realpath(file->c_str(), real) ? std::string(real) : *file;
   }
   if (o.listen.kind == daemon::ListenAddress::Kind::kTcp && !o.token)
     return usageError("--listen " + o.listen.text() +

@@ -140,7 +140,11 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->runtime->audit.setSink([](const std::string& line) { spdlog::info("{}", line); });
   impl_->sandboxes = std::make_unique<Sandboxes>(*impl_->ledger, *impl_->runtime,
                                                  o.baseline ? *o.baseline : SandboxPolicy::defaults(),
-                                                 o.stateDir + "/workspaces", o.sandboxLimits);
+                                                 o.stateDir + "/workspaces", o.sandboxLimits,
+                                                 DaemonFiles{o.stateDir, o.tokenFile,
+                                                             o.listen.kind == ListenAddress::Kind::kUnix
+                                                                 ? std::optional<std::string>(o.listen.path)
+                                                                 : std::nullopt});
   impl_->sandboxes->load();
   impl_->sandboxes->collect();
 

@@ -25,6 +25,7 @@ namespace stockade::daemon {
 struct DaemonOptions {
   ListenAddress listen;
   std::optional<std::string> token;     // read from --token-file
+  std::optional<std::string> tokenFile; // its path: no sandbox may read it
   std::string stateDir;                 // created 0700 if missing
   std::optional<SandboxPolicy> baseline;  // --policy: the widest any sandbox may be; none: the bundled default
   std::vector<std::string> allowedOrigins;

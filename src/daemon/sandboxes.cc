@@ -18,8 +18,12 @@ namespace stockade::daemon {
 namespace {
 
 DerivedRules deriveBaseline(const SandboxPolicy& baseline, const std::string& root) {
-  if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST)
-    throw std::runtime_error("mkdir(\"" + root + "\", 0700) failed: " + std::strerror(errno));
+  // 0300: the daemon creates and enters workspaces by name; nobody lists them
+  // (a sandbox runs as the daemon's uid, without the capability to read anyway).
+  if (::mkdir(root.c_str(), 0300) != 0 && errno != EEXIST)
+    throw std::runtime_error("mkdir(\"" + root + "\", 0300) failed: " + std::strerror(errno));
+  if (::chmod(root.c_str(), 0300) != 0)
+    throw std::runtime_error("chmod(\"" + root + "\", 0300) failed: " + std::strerror(errno));
   DeriveContext ctx = currentContext();
   ctx.cwd = root;
   ctx.tmpdir = std::nullopt;
@@ -36,11 +40,12 @@ ApiError closedError(const ledger::SandboxRecord& r) {
 }  // namespace
 
 Sandboxes::Sandboxes(ledger::Ledger& ledger, process::Runtime& runtime, const SandboxPolicy& baseline,
-                     std::string workspacesRoot, SandboxLimits limits)
+                     std::string workspacesRoot, SandboxLimits limits, DaemonFiles files)
     : ledger_(ledger),
       runtime_(runtime),
       workspacesRoot_(std::move(workspacesRoot)),
       limits_(limits),
+      files_(std::move(files)),
       baseline_(deriveBaseline(baseline, workspacesRoot_)) {}
 
 Sandboxes::~Sandboxes() {
@@ -51,9 +56,32 @@ Sandboxes::~Sandboxes() {
     if (e.live) e.live->dispose();
 }
 
+namespace {
+
+// A path as a policy entry that names it exactly (no glob characters).
+std::string literal(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '*' || c == '?' || c == '[' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+SandboxPolicy Sandboxes::confined(const SandboxPolicy& policy, const std::string&) const {
+  FilesystemPolicy fs = policy.filesystem();
+  for (const char* name : {"/ledger.db", "/ledger.db-wal", "/ledger.db-shm", "/lock"})
+    fs.denyRead.push_back(literal(files_.stateDir + name));
+  if (files_.tokenFile) fs.denyRead.push_back(literal(*files_.tokenFile));
+  if (files_.socket) fs.denyRead.push_back(literal(*files_.socket));
+  return SandboxPolicy::make(std::move(fs), policy.network(), policy.env(), policy.limits());
+}
+
 void Sandboxes::startLive(Entry& e, const SandboxPolicy& policy) {
-  e.live = LiveSandbox::make(runtime_, e.record.id, e.record.workspace, policy, contextFor(e.record.workspace),
-                             *e.rules, limits_.processes);
+  e.live = LiveSandbox::make(runtime_, e.record.id, e.record.workspace, confined(policy, e.record.workspace),
+                             contextFor(e.record.workspace), *e.rules, limits_.processes);
   e.core = process::makeServiceCore(e.live);
 }
 
@@ -73,7 +101,8 @@ void Sandboxes::load() {
       if (auto* pe = std::get_if<PolicyError>(&policy)) {
         e.problem = "its recorded policy no longer parses: " + pe->text();
       } else {
-        auto derived = derive(std::get<SandboxPolicy>(policy), contextFor(e.record.workspace));
+        auto derived = derive(confined(std::get<SandboxPolicy>(policy), e.record.workspace),
+                              contextFor(e.record.workspace));
         if (auto* de = std::get_if<PolicyError>(&derived)) {
           e.problem = "its policy no longer derives: " + de->text();
         } else {
@@ -118,7 +147,7 @@ std::variant<SandboxView, ApiError> Sandboxes::create(const CreateSandboxRequest
     }
   } undo{r};
   // Admission: derived against its workspace, inside the baseline.
-  auto derived = derive(*request.policy, contextFor(r.workspace));
+  auto derived = derive(confined(*request.policy, r.workspace), contextFor(r.workspace));
   if (auto* e = std::get_if<PolicyError>(&derived)) return invalidPolicy(*e);
   DerivedRules rules = std::get<DerivedRules>(std::move(derived));
   if (auto w = narrowing(baseline_, rules))
@@ -171,7 +200,7 @@ std::variant<SandboxView, ApiError> Sandboxes::narrow(std::string_view id, const
   if (auto* e = std::get_if<ApiError>(&found)) return *e;
   Entry& entry = *std::get<Entry*>(found);
   if (!entry.rules) return ApiError{ApiCode::kNotInitialized, "sandbox " + entry.record.id + ": " + entry.problem};
-  auto derived = derive(policy, contextFor(entry.record.workspace));
+  auto derived = derive(confined(policy, entry.record.workspace), contextFor(entry.record.workspace));
   if (auto* e = std::get_if<PolicyError>(&derived)) return invalidPolicy(*e);
   DerivedRules rules = std::get<DerivedRules>(std::move(derived));
   if (auto w = narrowing(*entry.rules, rules))
@@ -179,7 +208,7 @@ std::variant<SandboxView, ApiError> Sandboxes::narrow(std::string_view id, const
                     "narrow may only shrink sandbox " + entry.record.id + "'s live policy: " + w->message};
   std::string json = policy.toJson(), fingerprint = rules.fingerprint();
   ledger_.updatePolicy(entry.record.id, json, fingerprint);
-  if (entry.live) entry.live->narrow(policy, rules);
+  if (entry.live) entry.live->narrow(confined(policy, entry.record.workspace), rules);
   entry.record.policyJson = std::move(json);
   entry.record.fingerprint = std::move(fingerprint);
   entry.record.updatedAt = ledger::utcTimestamp();

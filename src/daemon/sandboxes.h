@@ -28,6 +28,19 @@
 
 namespace stockade::daemon {
 
+// What no sandbox may read: the daemon's own files (the ledger and its WAL,
+// the lock, the token file, the socket) are read-denied to every sandbox.
+// The workspaces root is mode 0300: a sandbox (the daemon's uid, without
+// capabilities) cannot list it to find another sandbox's workspace, whose
+// name holds 128 random bits. (Denying the whole state dir and carving the
+// sandbox's own workspace back out would be tighter, but the mount layer
+// leaves a write-allowed tree inside a read-denied one read-only.)
+struct DaemonFiles {
+  std::string stateDir;
+  std::optional<std::string> tokenFile;
+  std::optional<std::string> socket;
+};
+
 struct SandboxLimits {
   std::size_t maxSandboxes = 256;             // not yet released: 503 beyond
   std::size_t maxProcessesPerSandbox = 1024;  // running at once: 503 beyond
@@ -47,7 +60,7 @@ class Sandboxes {
   // throws std::runtime_error naming the policy entry that fails.
   // Every sandbox's processes run on `runtime` (one supervisor loop).
   Sandboxes(ledger::Ledger& ledger, process::Runtime& runtime, const SandboxPolicy& baseline,
-            std::string workspacesRoot, SandboxLimits limits);
+            std::string workspacesRoot, SandboxLimits limits, DaemonFiles files);
   ~Sandboxes();
 
   // The rows a previous run left: live rules re-derived for each active one;
@@ -95,6 +108,9 @@ class Sandboxes {
   };
   void startLive(Entry& e, const SandboxPolicy& policy);
   DeriveContext contextFor(const std::string& workspace) const;
+  // `policy` with the daemon's files denied (DaemonFiles): what a sandbox's
+  // rules are derived from. Only narrower than `policy`.
+  SandboxPolicy confined(const SandboxPolicy& policy, const std::string& workspace) const;
   std::optional<std::string> release(const ledger::SandboxRecord& record);
   // The entry for `id`, or the error for a missing or closed one; mu_ held.
   std::variant<Entry*, ApiError> liveEntry(std::string_view id);
@@ -103,6 +119,7 @@ class Sandboxes {
   process::Runtime& runtime_;
   std::string workspacesRoot_;
   SandboxLimits limits_;
+  DaemonFiles files_;
   DerivedRules baseline_;
   std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;  // every sandbox not yet released

@@ -327,6 +327,26 @@ TEST_F(ProcessTest, ANarrowedSandboxRefusesWritesAnotherStillAllows) {
   EXPECT_EQ(rb["stdout"], "wrote\n") << "sandbox b was not narrowed: " << rb;
 }
 
+TEST_F(ProcessTest, ASandboxReadsNoneOfTheDaemonsFilesAndCannotListTheWorkspaces) {
+  std::string a = createSandbox(), b = createSandbox();
+  ASSERT_EQ(run(b, {{"cmd", "echo SECRET-OF-B > notes"}})["exitCode"], 0);
+  ASSERT_EQ(run(a, {{"cmd", "echo mine > notes"}})["exitCode"], 0);
+  std::string state = daemon->stateDir();
+  json r = run(a, {{"cmd", "cat notes; cat " + daemon->tokenFile() + "; cat " + state + "/ledger.db " + state +
+                               "/ledger.db-wal | head -c 64; ls " + state + "/workspaces; echo end"}});
+  std::string out = r["stdout"], err = r["stderr"];
+  EXPECT_TRUE(out.starts_with("mine\n")) << "the allowed neighbour, its own workspace: " << out;
+  EXPECT_NE(out.find("end"), std::string::npos) << "the program ran to its end: " << out;
+  EXPECT_EQ(out.find(daemon->token()), std::string::npos) << "the daemon's token was read: " << out;
+  EXPECT_EQ(out.find("SQLite"), std::string::npos) << "the ledger was read: " << out;
+  EXPECT_EQ(out.find(b), std::string::npos) << "the workspaces were listed: " << out;
+  EXPECT_NE(err.find("Permission denied"), std::string::npos) << "ls of the workspaces: " << err;
+  // The daemon's files are in the sandbox's rules, for anyone to see.
+  json rules = body(c->request("GET", path(a)))["effectivePolicy"]["filesystem"];
+  EXPECT_NE(rules["denyRead"].dump().find(state + "/ledger.db"), std::string::npos) << rules;
+  EXPECT_NE(rules["denyRead"].dump().find(daemon->tokenFile()), std::string::npos) << rules;
+}
+
 TEST_F(ProcessTest, ClosingASandboxKillsItsProcessesAndItsEpochIsStale) {
   std::string id = createSandbox();
   std::string pid = start(id, {{"argv", {"/bin/sleep", "600"}}});
