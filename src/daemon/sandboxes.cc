@@ -95,7 +95,7 @@ DeriveContext Sandboxes::contextFor(const std::string& workspace) const {
 void Sandboxes::load() {
   std::lock_guard lock(mu_);
   for (ledger::SandboxRecord& r : ledger_.liveSandboxes()) {
-    Entry e{std::move(r), std::nullopt, ""};
+    Entry e{std::move(r), std::nullopt, "", nullptr, nullptr, nextOrder_++};
     if (e.record.state == ledger::SandboxState::kActive) {
       auto policy = SandboxPolicy::parse(e.record.policyJson);
       if (auto* pe = std::get_if<PolicyError>(&policy)) {
@@ -161,18 +161,18 @@ std::variant<SandboxView, ApiError> Sandboxes::create(const CreateSandboxRequest
   ledger_.insertSandbox(r);
   undo.keep = true;
   std::string id = r.id;
-  auto [it, inserted] = entries_.emplace(id, Entry{r, std::move(rules), "", nullptr, nullptr});
+  auto [it, inserted] = entries_.emplace(id, Entry{r, std::move(rules), "", nullptr, nullptr, nextOrder_++});
   startLive(it->second, *request.policy);
   return SandboxView{it->second.record, it->second.rules, ""};
 }
 
 std::vector<ledger::SandboxRecord> Sandboxes::list() {
   std::lock_guard lock(mu_);
+  std::vector<const Entry*> sorted;
+  for (const auto& [id, e] : entries_) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) { return a->order < b->order; });
   std::vector<ledger::SandboxRecord> out;
-  for (const auto& [id, e] : entries_) out.push_back(e.record);
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return a.createdAt != b.createdAt ? a.createdAt < b.createdAt : a.id < b.id;
-  });
+  for (const Entry* e : sorted) out.push_back(e->record);
   return out;
 }
 

@@ -105,6 +105,7 @@ class Sandboxes {
     std::string problem;
     std::shared_ptr<LiveSandbox> live;  // its processes; null unless active
     std::shared_ptr<process::ServiceCore> core;
+    std::uint64_t order = 0;  // creation order (timestamps can tie)
   };
   void startLive(Entry& e, const SandboxPolicy& policy);
   DeriveContext contextFor(const std::string& workspace) const;
@@ -123,6 +124,7 @@ class Sandboxes {
   DerivedRules baseline_;
   std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;  // every sandbox not yet released
+  std::uint64_t nextOrder_ = 0;
 };
 
 }  // namespace stockade::daemon

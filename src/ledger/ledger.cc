@@ -297,7 +297,7 @@ std::optional<SandboxRecord> Ledger::sandbox(std::string_view id) {
 std::vector<SandboxRecord> Ledger::liveSandboxes() {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("SELECT ") + kSandboxColumns +
-               " FROM sandboxes WHERE state != 'released' ORDER BY created_at, id")
+               " FROM sandboxes WHERE state != 'released' ORDER BY rowid")
                   .c_str());
   std::vector<SandboxRecord> out;
   while (s.step()) out.push_back(sandboxFrom(s));
@@ -306,7 +306,7 @@ std::vector<SandboxRecord> Ledger::liveSandboxes() {
 
 std::vector<SandboxRecord> Ledger::sandboxesIn(SandboxState state) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE state = ?1 ORDER BY created_at, id")
+  Stmt s(db_, (std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE state = ?1 ORDER BY rowid")
                   .c_str());
   s.bind(1, sandboxStateName(state));
   std::vector<SandboxRecord> out;

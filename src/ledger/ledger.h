@@ -104,7 +104,7 @@ class Ledger {
   // ---- sandboxes
   void insertSandbox(const SandboxRecord& r);
   std::optional<SandboxRecord> sandbox(std::string_view id);
-  // Every sandbox not yet released, oldest first.
+  // Every sandbox not yet released, in the order they were created.
   std::vector<SandboxRecord> liveSandboxes();
   std::vector<SandboxRecord> sandboxesIn(SandboxState state);
   std::size_t liveSandboxCount();
