@@ -9,7 +9,7 @@
 // The daemon is build/stockaded, started here on a temporary socket.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,12 +114,20 @@ int main(int argc, char** argv) {
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, (dir + "/daemon.log").c_str(), O_WRONLY | O_CREAT, 0600);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t daemon = 0;
-  if (posix_spawn(&daemon, cargs[0], &fa, nullptr, cargs.data(), environ) != 0) return 1;
+  // Forked, not posix_spawn'd: it dies with the bench (PR_SET_PDEATHSIG),
+  // even when the bench aborts or is interrupted.
+  std::string log = dir + "/daemon.log";
+  const pid_t bench = ::getpid();
+  pid_t daemon = ::fork();
+  if (daemon < 0) return 1;
+  if (daemon == 0) {
+    int out = ::open("/dev/null", O_WRONLY | O_CLOEXEC), err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != bench || out < 0 || err < 0 ||
+        ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+      ::_exit(127);
+    ::execve(cargs[0], cargs.data(), environ);
+    ::_exit(127);
+  }
   stockade::cli::Endpoint ep{sock, "", 0, "unix:" + sock};
   stockade::cli::HttpClient http(ep, token);
   for (int i = 0; i < 500; ++i) {

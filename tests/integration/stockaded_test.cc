@@ -1,7 +1,14 @@
 // The real stockaded binary, started per test on a temporary unix socket and
 // driven by real HTTP clients (curl and Beast).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -120,6 +127,57 @@ TEST(StockadedTest, SigtermStopsTheDaemonAndRemovesItsSocket) {
   EXPECT_EQ(d.stop(), 0);
   struct stat st{};
   EXPECT_NE(::lstat(sock.c_str(), &st), 0);
+}
+
+TEST(StockadedTest, OnLoopbackTcpEveryRequestButHealthNeedsTheToken) {
+  TempDir dir;
+  DaemonProcess::Options o;
+  o.tcp = true;
+  DaemonProcess d(dir, o);
+  ASSERT_GT(d.port(), 0);
+  HttpTestClient anonymous("127.0.0.1", d.port());
+  EXPECT_EQ(anonymous.request("GET", "/v1/health").status, 200);
+  auto refused = anonymous.request("GET", "/v1/sandboxes");
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(json::parse(refused.body)["code"], "unauthorized") << refused.body;
+  EXPECT_EQ(d.client().request("GET", "/v1/sandboxes").status, 200);
+}
+
+// What every daemon test relies on for a clean host: a test binary killed
+// (a ctest timeout, a crash) takes the daemon it started with it.
+TEST(StockadedTest, ADaemonDiesWithTheTestProcessThatStartedIt) {
+  TempDir dir;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t test = ::fork();
+  if (test == 0) {
+    ::close(fds[0]);
+    try {
+      DaemonProcess d(dir);
+      pid_t daemon = d.pid();
+      (void)!::write(fds[1], &daemon, sizeof daemon);
+      ::pause();
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(fds[1]);
+  pid_t daemon = 0;
+  ASSERT_EQ(::read(fds[0], &daemon, sizeof daemon), static_cast<ssize_t>(sizeof daemon));
+  ::close(fds[0]);
+  ASSERT_EQ(::kill(test, SIGKILL), 0);
+  ::waitpid(test, nullptr, 0);
+  // Gone, or a zombie its new parent has yet to reap.
+  auto gone = [&] {
+    std::ifstream stat("/proc/" + std::to_string(daemon) + "/stat");
+    std::string pid, comm, state;
+    return !(stat >> pid >> comm >> state) || state == "Z";
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!gone() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(gone()) << "stockaded " << daemon << " outlived the test process that started it";
+  if (!gone()) ::kill(daemon, SIGKILL);
 }
 
 }  // namespace
