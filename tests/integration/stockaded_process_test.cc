@@ -64,6 +64,14 @@ class ProcessTest : public ::testing::Test {
     for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(daemon->pid()) + "/fd")) ++n;
     return n;
   }
+  // What each descriptor of the daemon is (a failed leak check prints it).
+  std::string daemonFdList() {
+    std::string out;
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(daemon->pid()) + "/fd", ec))
+      out += e.path().filename().string() + " -> " + std::filesystem::read_symlink(e.path(), ec).string() + "\n";
+    return out;
+  }
   std::size_t daemonStatus(const std::string& field) {
     std::ifstream in("/proc/" + std::to_string(daemon->pid()) + "/status");
     std::string line;
@@ -366,6 +374,7 @@ TEST_F(ProcessTest, AThousandSequentialRunsLeakNothing) {
   for (int i = 0; i < 20; ++i) run(id, {{"argv", {"/bin/true"}}});
   ASSERT_TRUE(eventually([&] { return daemonChildren() <= 1; }));  // the spare
   std::size_t fds = daemonFds(), threads = daemonStatus("Threads"), rss = daemonStatus("VmRSS");
+  std::string fdList = daemonFdList();
   for (int i = 0; i < 1000; ++i) {
     json r = run(id, {{"argv", {"/bin/echo", std::to_string(i)}}});
     ASSERT_EQ(r["stdout"], std::to_string(i) + "\n") << i;
@@ -373,7 +382,8 @@ TEST_F(ProcessTest, AThousandSequentialRunsLeakNothing) {
     ASSERT_EQ(c->request("DELETE", path(id, "/processes/" + r["processId"].get<std::string>())).status, 204);
   }
   EXPECT_TRUE(eventually([&] { return daemonChildren() <= 1; })) << daemonChildren() << " children left";
-  EXPECT_TRUE(eventually([&] { return daemonFds() <= fds + 2; })) << daemonFds() << " fds, was " << fds;
+  EXPECT_TRUE(eventually([&] { return daemonFds() <= fds + 2; })) << daemonFds() << " fds, was " << fds << ":\n"
+      << daemonFdList() << "before:\n" << fdList;
   EXPECT_TRUE(eventually([&] { return daemonStatus("Threads") <= threads; }))
       << daemonStatus("Threads") << " threads, was " << threads;
   EXPECT_LT(daemonStatus("VmRSS"), rss + 16 * 1024) << "RSS grew from " << rss << " KiB";
@@ -386,6 +396,7 @@ TEST_F(ProcessTest, AHundredConcurrentStreamsOfChattyProcessesKeepEveryByteInOrd
   run(id, {{"argv", {"/bin/true"}}});
   ASSERT_TRUE(eventually([&] { return daemonChildren() == 1; }));
   std::size_t fdsBefore = daemonFds(), threadsBefore = daemonStatus("Threads");
+  std::string fdList = daemonFdList();
   std::vector<std::string> pids;
   for (int s = 0; s < kStreams; ++s)
     pids.push_back(start(id, {{"cmd", "i=0; while [ $i -lt " + std::to_string(kLines) + " ]; do echo " +
@@ -421,7 +432,8 @@ TEST_F(ProcessTest, AHundredConcurrentStreamsOfChattyProcessesKeepEveryByteInOrd
   for (int s = 0; s < kStreams; ++s) EXPECT_TRUE(failures[s].empty()) << "stream " << s << ": " << failures[s];
   // At rest again: every child and stream gone, the spare rebuilt.
   EXPECT_TRUE(eventually([&] { return daemonChildren() == 1; })) << daemonChildren();
-  EXPECT_TRUE(eventually([&] { return daemonFds() <= fdsBefore; })) << daemonFds() << " vs " << fdsBefore;
+  EXPECT_TRUE(eventually([&] { return daemonFds() <= fdsBefore; })) << daemonFds() << " vs " << fdsBefore << ":\n"
+      << daemonFdList() << "before:\n" << fdList;
   EXPECT_TRUE(eventually([&] { return daemonStatus("Threads") <= threadsBefore; }))
       << daemonStatus("Threads") << " vs " << threadsBefore;
 }
