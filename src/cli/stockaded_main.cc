@@ -14,6 +14,7 @@
 #include "src/cli/policy_file.h"
 #include "src/daemon/auth.h"
 #include "src/daemon/daemon.h"
+#include "src/process/foreground.h"
 #include "stockade/version.h"
 
 namespace {
@@ -32,6 +33,8 @@ Serves stockade's API (docs/api.md) as JSON over HTTP/1.1.
                             its relative paths resolve against DIR/workspaces
   --allow-origin ORIGIN     accept requests carrying this Origin header (repeatable; any other
                             Origin is refused: a web page must not reach the daemon)
+  --resolve HOST=ADDR       the sandboxes' proxy resolves HOST to ADDR instead of asking DNS
+                            (repeatable; HOST must still be in a sandbox's allowedDomains)
   --max-body-bytes N        JSON request bodies (default 16777216)
   --max-requests N          requests served at once, streams included (default 256)
   --max-connections N       open connections (default 1024)
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
                                       {"state-dir"},
                                       {"policy"},
                                       {"allow-origin", true, true},
+                                      {"resolve", true, true},
                                       {"max-body-bytes"},
                                       {"max-requests"},
                                       {"max-connections"},
@@ -124,6 +128,8 @@ int main(int argc, char** argv) {
     o.baseline = std::get<SandboxPolicy>(std::move(policy));
   }
   o.allowedOrigins = a.values("allow-origin");
+  for (const auto& r : a.values("resolve"))
+    if (auto problem = process::addResolveFlag(r, o.sandboxLimits.processes.resolve)) return usageError(*problem);
   std::string error;
   if (auto n = positive(a, "max-body-bytes", error)) o.limits.maxJsonBodyBytes = *n;
   if (auto n = positive(a, "max-requests", error)) o.limits.maxConcurrentRequests = *n;

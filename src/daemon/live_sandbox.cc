@@ -9,18 +9,18 @@ namespace stockade::daemon {
 
 std::shared_ptr<LiveSandbox> LiveSandbox::make(process::Runtime& runtime, std::string id, std::string workspace,
                                                SandboxPolicy policy, DeriveContext context, DerivedRules rules,
-                                               ProcessLimits limits) {
+                                               ProcessOptions options) {
   return std::shared_ptr<LiveSandbox>(new LiveSandbox(runtime, std::move(id), std::move(workspace), std::move(policy),
-                                                      std::move(context), std::move(rules), limits));
+                                                      std::move(context), std::move(rules), std::move(options)));
 }
 
 LiveSandbox::LiveSandbox(process::Runtime& runtime, std::string id, std::string workspace, SandboxPolicy policy,
-                         DeriveContext context, DerivedRules rules, ProcessLimits limits)
+                         DeriveContext context, DerivedRules rules, ProcessOptions options)
     : runtime_(runtime),
       id_(std::move(id)),
       workspace_(std::move(workspace)),
-      limits_(limits),
-      budget_(std::make_shared<process::LogRing::Budget>(limits.logBytesPerSandbox)),
+      options_(std::move(options)),
+      budget_(std::make_shared<process::LogRing::Budget>(options_.logBytesPerSandbox)),
       policy_(std::move(policy)),
       context_(std::move(context)),
       baseline_(std::move(rules)) {
@@ -75,7 +75,7 @@ process::Admission LiveSandbox::admit(const AdmitRequest& request) {
   }
   std::optional<platform::PreparedSandbox> spare;
   std::function<void()> afterExit;
-  if (limits_.spares) {
+  if (options_.spares) {
     if (request.spare) spare = takeSpare(fingerprint);
     std::weak_ptr<LiveSandbox> weak = weak_from_this();
     afterExit = [weak, generation, rules, fingerprint, network] {
@@ -88,8 +88,10 @@ process::Admission LiveSandbox::admit(const AdmitRequest& request) {
       self->scheduleSpare(rules, fingerprint, network);
     };
   }
-  return process::Admission{std::move(rules), std::move(fingerprint), std::move(spare), std::move(networkRules),
-                            std::move(afterExit), std::move(lease)};
+  process::Admission admission{std::move(rules), std::move(fingerprint), std::move(spare), std::move(networkRules),
+                               std::move(afterExit), std::move(lease)};
+  if (network) admission.resolve = options_.resolve;
+  return admission;
 }
 
 std::optional<platform::PreparedSandbox> LiveSandbox::takeSpare(const std::string& fingerprint) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,10 +27,14 @@
 
 namespace stockade::daemon {
 
-struct ProcessLimits {
+// What every child of a sandbox gets.
+struct ProcessOptions {
   std::size_t logBytesPerProcess = 1u << 20;  // output kept per process
   std::size_t logBytesPerSandbox = 64u << 20; // output kept for all processes of one sandbox
   bool spares = true;                         // build the next child's sandbox ahead
+  // Names its proxy resolves to a fixed address instead of asking DNS
+  // (stockaded --resolve; checked with process::resolveProblem()).
+  std::map<std::string, std::string> resolve;
 };
 
 class LiveSandbox : public process::SandboxContext, public std::enable_shared_from_this<LiveSandbox> {
@@ -37,7 +42,7 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
   // `rules` were derived from `policy` against `context` (cwd: the workspace).
   static std::shared_ptr<LiveSandbox> make(process::Runtime& runtime, std::string id, std::string workspace,
                                            SandboxPolicy policy, DeriveContext context, DerivedRules rules,
-                                           ProcessLimits limits);
+                                           ProcessOptions options);
   ~LiveSandbox() override;
 
   process::Admission admit(const AdmitRequest& request) override;
@@ -48,7 +53,7 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
   process::EventLoop& loop() override { return runtime_.supervisor.loop(); }
   process::Registry& registry() override { return registry_; }
   const std::shared_ptr<process::LogRing::Budget>& logBudget() const override { return budget_; }
-  std::size_t logBytesPerProcess() const override { return limits_.logBytesPerProcess; }
+  std::size_t logBytesPerProcess() const override { return options_.logBytesPerProcess; }
 
   // Replaces the live rules (the caller checked they narrow them): waits for
   // children being admitted, so none starts under the older rules after it.
@@ -59,7 +64,7 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
 
  private:
   LiveSandbox(process::Runtime& runtime, std::string id, std::string workspace, SandboxPolicy policy,
-              DeriveContext context, DerivedRules rules, ProcessLimits limits);
+              DeriveContext context, DerivedRules rules, ProcessOptions options);
   std::optional<platform::PreparedSandbox> takeSpare(const std::string& fingerprint);
   void scheduleSpare(const DerivedRules& rules, const std::string& fingerprint, bool network);
   void dropSpareLocked();
@@ -67,7 +72,7 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
   process::Runtime& runtime_;
   const std::string id_;
   const std::string workspace_;
-  const ProcessLimits limits_;
+  const ProcessOptions options_;
   process::Registry registry_;
   std::shared_ptr<process::LogRing::Budget> budget_;
 

@@ -44,7 +44,7 @@ struct DaemonFiles {
 struct SandboxLimits {
   std::size_t maxSandboxes = 256;             // not yet released: 503 beyond
   std::size_t maxProcessesPerSandbox = 1024;  // running at once: 503 beyond
-  ProcessLimits processes;
+  ProcessOptions processes;
 };
 
 // What GET /v1/sandboxes/{id} shows.

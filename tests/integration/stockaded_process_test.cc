@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "proxy_test_support.h"
 #include "src/ledger/ledger.h"
 #include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
@@ -492,6 +493,75 @@ TEST_F(ProcessTest, TheProcessLimitAnswers503) {
   auto r = c->request("POST", path(id, "/processes"), R"({"argv":["/bin/true"]})");
   EXPECT_EQ(r.status, 503);
   EXPECT_NE(body(r)["message"].get<std::string>().find("--max-processes"), std::string::npos);
+}
+
+// Each sandbox's network is its own: its children reach only its allowed
+// names (real curl, the real proxy, a real origin on 127.0.0.1; the names
+// resolved by stockaded --resolve, no DNS query), and narrowing one sandbox
+// leaves another's network as it was.
+TEST(StockadedNetworkTest, EachSandboxReachesOnlyItsOwnNamesAndANarrowChangesOnlyItsOwn) {
+  proxy::testing::OriginServer origin;
+  TempDir dir;
+  auto withDomains = [](json domains) {
+    json p = daemonTestPolicy();
+    p["network"]["allowedDomains"] = std::move(domains);
+    return p;
+  };
+  std::ofstream(dir / "baseline.json") << withDomains({"origin.test", "other.test"}).dump();
+  DaemonProcess::Options o;
+  o.extraArgs = {"--policy", dir / "baseline.json", "--resolve", "origin.test=127.0.0.1", "--resolve",
+                 "other.test=127.0.0.1"};
+  DaemonProcess d(dir, o);
+  HttpTestClient c = d.client();
+  auto create = [&](json domains) {
+    auto r = c.request("POST", "/v1/sandboxes", json{{"policy", withDomains(std::move(domains))}}.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? body(r)["id"].get<std::string>() : "";
+  };
+  // Prints each name's HTTP status through the sandbox's proxy (000: no connection).
+  auto statuses = [&](const std::string& id) {
+    std::string get = "curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://";
+    std::string port = ":" + std::to_string(origin.port()) + "/";
+    auto r = c.request("POST", "/v1/sandboxes/" + id + "/processes/run",
+                       json{{"cmd", get + "origin.test" + port + "; echo; " + get + "other.test" + port}}.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? body(r)["stdout"].get<std::string>() : r.body;
+  };
+  std::string both = create({"origin.test", "other.test"}), one = create({"origin.test"}), none = create(json::array());
+  EXPECT_EQ(statuses(both), "200\n200");
+  EXPECT_EQ(statuses(one), "200\n403");
+  EXPECT_EQ(statuses(none), "000\n000") << "a sandbox without allowedDomains has no proxy to reach";
+
+  auto narrowed = c.request("POST", "/v1/sandboxes/" + both + "/narrow",
+                            json{{"policy", withDomains({"other.test"})}}.dump());
+  ASSERT_EQ(narrowed.status, 200) << narrowed.body;
+  EXPECT_EQ(statuses(both), "403\n200") << "the narrowed sandbox's children follow its new rules";
+  EXPECT_EQ(statuses(one), "200\n403") << "narrowing one sandbox changed another's network";
+
+  // The origin saw other.test only from the sandboxes allowed it: two requests.
+  int otherHeads = 0;
+  for (const auto& head : origin.heads())
+    if (head.find("other.test") != std::string::npos) ++otherHeads;
+  EXPECT_EQ(otherHeads, 2);
+  // Each refusal is an audit event naming its sandbox.
+  bool audited = false;
+  std::istringstream log(d.log());
+  for (std::string line; std::getline(log, line);) {
+    json e = json::parse(line, nullptr, false);
+    audited = audited || (!e.is_discarded() && e.value("event", "") == "proxy" && e.value("sandboxId", "") == one &&
+                          e.value("host", "") == "other.test" && e.value("verdict", "") == "denied");
+  }
+  EXPECT_TRUE(audited) << d.log();
+}
+
+TEST(StockadedNetworkTest, ABadResolveFlagIsAUsageErrorNamingIt) {
+  TempDir dir;
+  for (const char* bad : {"origin.test", "origin.test=nine", "127.0.0.1=127.0.0.1"}) {
+    auto r = runProcess({stockadedBinary(), "--listen", "unix:" + (dir / "d.sock"), "--state-dir", dir / "state",
+                         "--resolve", bad});
+    EXPECT_EQ(r.exitCode, 2) << bad;
+    EXPECT_TRUE(r.err.starts_with("stockaded: --resolve \"" + std::string(bad) + "\": ")) << r.err;
+  }
 }
 
 }  // namespace
