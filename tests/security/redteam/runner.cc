@@ -40,6 +40,7 @@
 #include "tests/support/daemon_process.h"
 #include "tests/support/read_file.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace stockade::redteam {
 
@@ -230,10 +231,7 @@ TEST_P(RedTeam, Holds) {
   const std::string root = std::filesystem::canonical(tmpl).string();
   struct Cleanup {
     std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
+    ~Cleanup() { testing::removeTree(dir); }
   } cleanup{root};
   ::chmod(root.c_str(), 0755);
 
