@@ -145,8 +145,6 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
                                                              o.listen.kind == ListenAddress::Kind::kUnix
                                                                  ? std::optional<std::string>(o.listen.path)
                                                                  : std::nullopt});
-  impl_->sandboxes->load();
-  impl_->sandboxes->collect();
 
   ApiContext context;
   context.features = platform::detectKernelFeatures();
@@ -163,6 +161,12 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->server = std::make_unique<Server>(std::move(so), impl_->api, [](const AccessRecord& r) {
     spdlog::info("{}", accessLogLine(r));
   });
+  // Loaded once the socket is bound (served only from start()): the socket
+  // file is a denyRead entry of every sandbox, and binding replaces the one
+  // a crashed daemon left, so rules derived before it would see their entry
+  // replaced and refuse every child as drift.
+  impl_->sandboxes->load();
+  impl_->sandboxes->collect();
 }
 
 Daemon::~Daemon() { stop(); }

@@ -6,8 +6,8 @@
 // Start-up, in order: the state dir (created 0700) is locked (one daemon per
 // state dir); the ledger is opened; every process group a previous run left
 // recorded as running is killed (if its pid still names it) and marked lost;
-// sandboxes are loaded and unfinished closes retried; then the socket is
-// bound and served.
+// the socket is bound; sandboxes are loaded (their rules derived against
+// the socket just bound) and unfinished closes retried; then it is served.
 #pragma once
 
 #include <chrono>
