@@ -66,6 +66,8 @@ class Deriver {
     for (std::size_t i = 0; i < fs.allowRead.size(); ++i)
       addEntry(fs.allowRead[i], {"filesystem.allowRead", i}, b_.fs.allowRead, b_.fs.allowReadPatterns, Links::kSkip);
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
+    b_.fs.allowWriteSystemPaths = fs.allowWriteSystemPaths;
+    if (!fs.allowWriteSystemPaths) refuseSystemPaths(fs.allowWrite, b_.fs.allowWrite);
     checkHardLinks();
     for (std::size_t i = 0; i < fs.denyWrite.size(); ++i)
       addEntry(fs.denyWrite[i], {"filesystem.denyWrite", i}, b_.fs.denyWrite, b_.fs.denyWritePatterns, Links::kBoth);
@@ -129,6 +131,42 @@ class Deriver {
     out.reserve(list.size());
     for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(policy::unescapeGlob(list[i]), {field, i}));
     return out;
+  }
+
+  // A writable "/", system tree or home directory is almost always an
+  // accident (the default policy's "." run from /etc or from $HOME): refused
+  // unless the policy opts in by name.
+  void refuseSystemPaths(const std::vector<std::string>& written, const std::vector<std::string>& real) {
+    std::optional<std::string> home;
+    if (!ctx_.home.empty() && ctx_.home.front() == '/') home = resolve(ctx_.home, {"context.home"});
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      const std::string& r = real[i];
+      std::string what;
+      if (r == "/") {
+        what = "the whole filesystem";
+      } else if (std::string tree = systemTree(r); !tree.empty()) {
+        what = r == tree ? "the system directory " + policy::quote(tree)
+                         : "inside the system directory " + policy::quote(tree);
+      } else if (home && *home != "/" && policy::isWithin(*home, r)) {
+        what = r == *home ? "the home directory itself" : "a directory holding the home directory " + policy::quote(*home);
+      } else {
+        continue;
+      }
+      std::string named = written[i] == r ? policy::quote(r) + " is" : policy::quote(written[i]) + " resolves to " + policy::quote(r) + ",";
+      fail({"filesystem.allowWrite", i},
+           named + " " + what + ": a child could change the host itself. Name a narrower directory (for \".\", "
+                                "run from a project directory or pass --cwd), or set "
+                                "\"filesystem.allowWriteSystemPaths\": true to allow it on purpose");
+    }
+  }
+
+  // The system tree a real path lies in ("/etc", "/lib64"), or "".
+  static std::string systemTree(std::string_view path) {
+    constexpr std::array<std::string_view, 9> kTrees = {"etc", "usr", "bin", "sbin", "boot", "dev", "proc", "sys", "run"};
+    std::string_view top = path.substr(1, path.find('/', 1) - 1);
+    if (contains(kTrees, top) || top.starts_with("lib")) return "/" + std::string(top);
+    if (top == "var" && !policy::isWithin(path, "/var/tmp")) return "/var";
+    return "";
   }
 
   // What a glob match that is a symlink stands for.

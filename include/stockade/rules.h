@@ -52,6 +52,7 @@ class DerivedRules {
     std::vector<std::string> denyWrite;         // the user's own write denies (and glob matches)
     std::vector<std::string> denyWritePatterns;  // globs as written: their matches when derived are in denyWrite
     std::vector<std::string> mandatoryDenyWrite;  // rc files, .git/hooks, ... under writable trees
+    bool allowWriteSystemPaths = false;  // the policy's opt-in (policy.h): allowWrite may name system trees
     bool operator==(const Filesystem&) const = default;
   };
   struct Network {

@@ -69,14 +69,14 @@ TEST_F(ManagerTest, FirstCreateSandboxAdmitsTheDerivedRules) {
 TEST_F(ManagerTest, WideningCreateSandboxThrowsConflictNamingBothPolicies) {
   SandboxHandle h = create(policy());
   SandboxPolicy wider = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":[")" +
-                                                work_ + R"(","/etc"]},"env":{"allow":["PATH"]}})");
+                                                work_ + R"(","/srv/data"]},"env":{"allow":["PATH"]}})");
   SandboxError e = expectError([&] { create(wider); });
   EXPECT_EQ(e.code(), ErrorCode::kPolicyConflict);
   EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
   std::string msg = e.what();
   EXPECT_NE(msg.find(h.effectivePolicy().fingerprint()), std::string::npos) << msg;
   EXPECT_NE(msg.find(std::get<DerivedRules>(derive(wider, currentContext())).fingerprint()), std::string::npos) << msg;
-  EXPECT_NE(msg.find("\"/etc\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("\"/srv/data\""), std::string::npos) << msg;
 }
 
 TEST_F(ManagerTest, NarrowingCreateSandboxNarrowsTheLivePolicyForEveryHandle) {
@@ -295,11 +295,11 @@ TEST_F(ManagerTest, PerCallFilesystemReplacesTheSessionsRatherThanUnions) {
 
 TEST_F(ManagerTest, PerCallFilesystemWideningIsAConflict) {
   SandboxHandle h = create(policy());
-  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":["/etc"]},
+  auto wider = SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[")" + secrets_ + R"("],"allowWrite":["/srv/data"]},
                                            "env":{"allow":["PATH"]}})");
   SandboxError e = expectError([&] { runSh(h, "true", wider); });
   EXPECT_EQ(e.codeName(), "E_SANDBOX_POLICY_CONFLICT");
-  EXPECT_NE(std::string(e.what()).find("filesystem.allowWrite: \"/etc\""), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("filesystem.allowWrite: \"/srv/data\""), std::string::npos) << e.what();
 }
 
 // A per-call policy is complete: a field it leaves out is the bundled

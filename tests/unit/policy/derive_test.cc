@@ -149,10 +149,76 @@ TEST_F(DeriveTest, NamingADeniedFileTwiceDoesNotCountAsDenyingItsOtherLink) {
 
 TEST_F(DeriveTest, SymlinksAfterAMissingComponentAndDotDotAreStillFollowed) {
   t_.symlink("/etc", "work/link");
-  auto r = deriveOk(R"({"filesystem":{"allowWrite":["nonexistent/../link"]}})");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["nonexistent/../link"],"allowWriteSystemPaths":true}})");
   // The kernel would refuse the path (ENOENT) today and follow the link once
   // the directory exists: the rule is about /etc either way.
   EXPECT_EQ(r.filesystem().allowWrite, std::vector<std::string>{"/etc"});
+}
+
+// A writable "/", system tree or home directory is refused at derivation,
+// naming the entry and both fixes, unless the policy opts in by name.
+struct SystemPathCase {
+  const char* name;
+  std::string entry;  // as written in allowWrite; "." with `cwd`
+  std::string cwd;    // empty: the test's work directory
+  std::string what;   // expected in the message
+};
+void PrintTo(const SystemPathCase& c, std::ostream* os) { *os << c.name; }
+
+class SystemPathTest : public DeriveTest, public ::testing::WithParamInterface<SystemPathCase> {};
+
+TEST_P(SystemPathTest, IsRefusedNamingTheEntryAndTheOptIn) {
+  const auto& c = GetParam();
+  DeriveContext context = ctx();
+  if (!c.cwd.empty()) context.cwd = c.cwd;
+  nlohmann::json policy = {{"filesystem", {{"allowWrite", {"/srv/data", c.entry}}}}};
+  auto r = derive(SandboxPolicy::fromJson(policy.dump()), context);
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << c.entry;
+  const auto& e = std::get<PolicyError>(r);
+  EXPECT_EQ(e.path, "filesystem.allowWrite[1]");
+  EXPECT_NE(e.message.find(c.what), std::string::npos) << e.text();
+  EXPECT_NE(e.message.find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos) << e.text();
+  EXPECT_NE(e.message.find("Name a narrower directory"), std::string::npos) << e.text();
+
+  policy["filesystem"]["allowWriteSystemPaths"] = true;
+  auto opted = derive(SandboxPolicy::fromJson(policy.dump()), context);
+  ASSERT_TRUE(std::holds_alternative<DerivedRules>(opted)) << std::get<PolicyError>(opted).text();
+  EXPECT_TRUE(std::get<DerivedRules>(opted).filesystem().allowWriteSystemPaths);
+  EXPECT_NE(std::get<DerivedRules>(opted).toJson().find("\"allowWriteSystemPaths\":true"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EverySystemTree, SystemPathTest,
+    ::testing::Values(SystemPathCase{"TheRootFromTheCwd", ".", "/", "\".\" resolves to \"/\", the whole filesystem"},
+                      SystemPathCase{"EtcFromTheCwd", ".", "/etc", "\".\" resolves to \"/etc\", the system directory \"/etc\""},
+                      SystemPathCase{"InsideEtc", "/etc/cron.d", "", "inside the system directory \"/etc\""},
+                      SystemPathCase{"Usr", "/usr/local", "", "\"/usr\""},
+                      SystemPathCase{"BinThroughItsLink", "/bin", "", "system directory"},
+                      SystemPathCase{"Lib64", "/lib64", "", "system directory"},
+                      SystemPathCase{"Boot", "/boot", "", "\"/boot\""},
+                      SystemPathCase{"Dev", "/dev/shm", "", "\"/dev\""},
+                      SystemPathCase{"Proc", "/proc/sys", "", "\"/proc\""},
+                      SystemPathCase{"Sys", "/sys/fs/cgroup", "", "\"/sys\""},
+                      SystemPathCase{"Var", "/var/lib/dpkg", "", "\"/var\""},
+                      SystemPathCase{"Run", "/run/user", "", "\"/run\""},
+                      SystemPathCase{"TheHomeItself", "~", "", "the home directory itself"},
+                      SystemPathCase{"AboveTheHome", "..", "", "holding the home directory"}));
+
+TEST_F(DeriveTest, VarTmpTmpAndProjectDirectoriesStayWritableWithoutTheOptIn) {
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp/x","/tmp","~/proj","/srv/data","."]}})");
+  EXPECT_FALSE(r.filesystem().allowWriteSystemPaths);
+  EXPECT_TRUE(r.writable("/var/tmp/x/y"));
+  EXPECT_TRUE(r.writable(home_ + "/proj/a"));
+  // /var/tmp itself (this test's home lies under it, so look from another home).
+  DeriveContext elsewhere = ctx();
+  elsewhere.home = "/srv/nobody";
+  EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp"]}})", elsewhere).writable("/var/tmp/y"));
+}
+
+TEST_F(DeriveTest, TheOptInChangesTheFingerprint) {
+  auto plain = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  auto opted = deriveOk(R"({"filesystem":{"allowWrite":["."],"allowWriteSystemPaths":true}})");
+  EXPECT_NE(plain.fingerprint(), opted.fingerprint());
 }
 
 TEST_F(DeriveTest, DefaultWritePathsAreUnionedIn) {
