@@ -64,10 +64,11 @@ class Deriver {
       for (std::size_t j = before; j < b_.fs.denyRead.size(); ++j) deniedBy_.emplace(b_.fs.denyRead[j], Where{"filesystem.denyRead", i});
     }
     for (std::size_t i = 0; i < fs.allowRead.size(); ++i)
-      addEntry(fs.allowRead[i], {"filesystem.allowRead", i}, b_.fs.allowRead, b_.fs.allowReadPatterns, Links::kSkip);
+      addEntry(fs.allowRead[i], {"filesystem.allowRead", i}, b_.fs.allowRead, b_.fs.allowReadPatterns, Links::kCarveOut);
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
     b_.fs.allowWriteSystemPaths = fs.allowWriteSystemPaths;
     if (!fs.allowWriteSystemPaths) refuseSystemPaths(fs.allowWrite, b_.fs.allowWrite);
+    refuseHiddenWrites(fs.allowWrite, b_.fs.allowWrite);
     checkHardLinks();
     for (std::size_t i = 0; i < fs.denyWrite.size(); ++i)
       addEntry(fs.denyWrite[i], {"filesystem.denyWrite", i}, b_.fs.denyWrite, b_.fs.denyWritePatterns, Links::kBoth);
@@ -119,8 +120,9 @@ class Deriver {
     return out;
   }
 
-  std::string resolve(const std::string& p, const Where& where) {
-    auto real = resolver_.resolve(absolute(p, where));
+  // `links`, when given, receives every symlink followed on the way.
+  std::string resolve(const std::string& p, const Where& where, std::vector<std::string>* links = nullptr) {
+    auto real = resolver_.resolve(absolute(p, where), links);
     if (!real) fail(where, policy::quote(p) + " runs into a symlink loop; fix or remove the link");
     return *real;
   }
@@ -131,6 +133,29 @@ class Deriver {
     out.reserve(list.size());
     for (std::size_t i = 0; i < list.size(); ++i) out.push_back(resolve(policy::unescapeGlob(list[i]), {field, i}));
     return out;
+  }
+
+  // A writable tree inside a read-denied one (and not carved back out) would
+  // be masked with it: the rules would claim writable what the child cannot
+  // even see. Refused, naming both.
+  void refuseHiddenWrites(const std::vector<std::string>& written, const std::vector<std::string>& real) {
+    auto deepest = [](const std::vector<std::string>& list, const std::string& path) -> const std::string* {
+      const std::string* best = nullptr;
+      for (const auto& e : list)
+        if (policy::isWithin(path, e) && (!best || e.size() > best->size())) best = &e;
+      return best;
+    };
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      const std::string* deny = deepest(b_.fs.denyRead, real[i]);
+      if (!deny) continue;
+      const std::string* allow = deepest(b_.fs.allowRead, real[i]);
+      if (allow && allow->size() > deny->size()) continue;
+      std::string named = written[i] == real[i] ? policy::quote(real[i]) : policy::quote(written[i]) + " (" + policy::quote(real[i]) + ")";
+      fail({"filesystem.allowWrite", i},
+           named + " lies inside the read-denied " + policy::quote(*deny) +
+               " (filesystem.denyRead): a child cannot write what it cannot see. Add it to filesystem.allowRead "
+               "as well, or drop it");
+    }
   }
 
   // A writable "/", system tree or home directory is almost always an
@@ -169,10 +194,14 @@ class Deriver {
     return "";
   }
 
-  // What a glob match that is a symlink stands for.
+  // What a symlink stands for.
   enum class Links {
-    kBoth,  // a deny: the link and the object it names
-    kSkip,  // a carve-out: neither (it would open an object the pattern does not name)
+    kBoth,  // a deny: a glob match that is a link gives the link and the object it names
+    // A carve-out: a glob match that is a link gives neither (it would open
+    // an object the pattern does not name); a path named through links keeps
+    // them beside its real path, since inside a read-denied tree ("/lib64"
+    // under a denied "/") it is reachable as written only if they show too.
+    kCarveOut,
   };
 
   // A path goes to `paths` resolved; a glob, to `patterns` as written (made
@@ -180,7 +209,9 @@ class Deriver {
   void addEntry(const std::string& p, const Where& where, std::vector<std::string>& paths,
                 std::vector<std::string>& patterns, Links links) {
     if (!policy::hasGlob(p)) {
-      paths.push_back(resolve(policy::unescapeGlob(p), where));
+      std::vector<std::string> traversed;
+      paths.push_back(resolve(policy::unescapeGlob(p), where, links == Links::kCarveOut ? &traversed : nullptr));
+      paths.insert(paths.end(), traversed.begin(), traversed.end());
       return;
     }
     std::string pattern = policy::lexicallyNormal(absolute(p, where));
@@ -191,7 +222,7 @@ class Deriver {
     for (const auto& m : *matches) {
       auto real = resolver_.resolve(m);
       if (real && *real != m) {
-        if (links == Links::kSkip) continue;
+        if (links == Links::kCarveOut) continue;
         paths.push_back(*real);
       }
       paths.push_back(m);

@@ -80,8 +80,10 @@ class DerivedRules {
   // Read decision for an absolute, normalised path: the most specific
   // denyRead/allowRead entry that contains it decides; a tie denies.
   bool readable(std::string_view path) const;
-  // Write decision: inside some allowWrite/defaultWrite tree and inside no
-  // denyWrite/mandatoryDenyWrite tree (denies win at any depth).
+  // Write decision: inside no denyWrite/mandatoryDenyWrite tree (denies win
+  // at any depth), and inside some defaultWrite tree, or inside some
+  // allowWrite tree and readable (a read-denied path is masked: nothing can
+  // be written there).
   bool writable(std::string_view path) const;
 
   bool operator==(const DerivedRules&) const = default;

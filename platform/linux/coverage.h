@@ -1,0 +1,59 @@
+// checkCoverage(): the one check between planning a sandbox and cloning it.
+//
+// Every entry of the DerivedRules must be honoured by the enforcement plan:
+// each read-denied path masked (no host object under it visible unless an
+// allowRead entry carves it back), each writable path bound read-write with
+// the host's object visible there, each write-denied path inside a writable
+// tree read-only, Landlock granting writes exactly where the rules do, each
+// network rule and each limit installed. An entry the plan does not honour is
+// either a degradation -- weaker for a reason stockade knows, reported to the
+// caller (a write-denied path that does not exist yet, unix sockets allowed
+// as a whole) -- or uncovered, which refuses the spawn naming the entry.
+//
+// A pure function of its arguments (no system call): a test can run it over
+// any rules and any plan, including a plan it has damaged on purpose.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "platform/linux/cgroup.h"
+#include "platform/linux/landlock.h"
+#include "platform/linux/mounts.h"
+#include "platform/linux/privileges.h"
+#include "platform/linux/seccomp.h"
+#include "stockade/rules.h"
+
+namespace stockade::platform {
+
+// Everything prepare() has decided before clone.
+struct EnforcementPlan {
+  const MountPlan& mounts;
+  const LandlockPlan& landlock;
+  SeccompOptions seccomp;
+  std::optional<std::uint16_t> proxyPort;  // set: the proxy's listeners are made in the sandbox
+  RlimitPlan limits;
+  // What enforces limits.pids, memoryBytes, cpuSeconds (cgroup.h). A limit
+  // no cgroup can hold is a degradation the planner reports (the rlimit
+  // fallback, or pids not enforced); this check refuses one nothing enforces.
+  LimitMechanism pids = LimitMechanism::kNone;
+  LimitMechanism memory = LimitMechanism::kNone;
+  LimitMechanism cpu = LimitMechanism::kNone;
+};
+
+struct CoverageGap {
+  std::string entry;   // `filesystem.denyRead "/proc"`, `limits.pids`
+  std::string reason;  // what the plan does there instead
+  std::string text() const { return entry + ": " + reason; }
+};
+
+struct Coverage {
+  std::vector<CoverageGap> uncovered;  // refuse the spawn
+  std::vector<CoverageGap> degraded;   // run weaker, and say so (EnforcementReport::degradations)
+};
+
+Coverage checkCoverage(const DerivedRules& rules, const EnforcementPlan& plan);
+
+}  // namespace stockade::platform
