@@ -26,6 +26,8 @@ enum class Outcome { kCovered, kRefused, kDegraded };
 // One row: a policy (placeholders: HOME, WS the workspace and cwd, FILE a
 // file outside it, ROOTLINK a symlink to "/", PRIVTMP a host directory under
 // /tmp), what the check must say, and what the sandbox must show at PROBE.
+// (A writable "/" makes derive() scan the whole filesystem for mandatory
+// denies: it is here once, not again as a symlink to it.)
 struct Case {
   const char* name;
   std::vector<std::string> denyRead, allowRead, allowWrite, denyWrite;
@@ -170,8 +172,6 @@ INSTANTIATE_TEST_SUITE_P(
              true},
         Case{"AllowWriteTheCwd", {}, {}, {"."}, {}, false, Outcome::kCovered, "", "WS/sub", Source::kHost, true},
         Case{"AllowWriteHome", {}, {}, {"~"}, {}, true, Outcome::kCovered, "", "HOME/notes", Source::kHost, true},
-        Case{"AllowWriteASymlinkToTheRoot", {}, {}, {"ROOTLINK"}, {}, true, Outcome::kCovered, "", "/usr", Source::kHost,
-             true},
         Case{"AllowWriteAFile", {}, {}, {"FILE"}, {}, false, Outcome::kCovered, "", "FILE", Source::kHost, true},
         Case{"AllowWriteUnderABindSource", {}, {}, {"WS", "WS/sub"}, {}, false, Outcome::kCovered, "", "WS/sub/code.c",
              Source::kHost, true},

@@ -180,6 +180,9 @@ TEST_P(SystemPathTest, IsRefusedNamingTheEntryAndTheOptIn) {
   EXPECT_NE(e.message.find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos) << e.text();
   EXPECT_NE(e.message.find("Name a narrower directory"), std::string::npos) << e.text();
 
+  // With "/" opted in, derive() would scan the whole filesystem for mandatory
+  // denies (seconds); the opt-in is the same test for every entry.
+  if (c.cwd == "/") return;
   policy["filesystem"]["allowWriteSystemPaths"] = true;
   auto opted = derive(SandboxPolicy::fromJson(policy.dump()), context);
   ASSERT_TRUE(std::holds_alternative<DerivedRules>(opted)) << std::get<PolicyError>(opted).text();
