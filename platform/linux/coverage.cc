@@ -86,17 +86,20 @@ class Checker {
       // Reads: a host object the rules deny must not show. The sandbox's own
       // /proc and /dev are not host objects, but an entry naming a path in
       // them is honoured there too.
-      if (const std::string* deny = deepest(fs.denyRead, p); deny && !rules_.readable(p)) {
+      if (const std::string* deny = rules_.readable(p) ? nullptr : deepest(fs.denyRead, p)) {
         const bool named = (v.source == Source::kProc || v.source == Source::kDev) && within(*deny, ownRoot(v));
         if (v.source == Source::kHost || named)
           uncovered(entry("filesystem.denyRead", *deny),
                     (p == *deny ? std::string("nothing hides it") : "the sandbox would show " + policy::quote(p)) +
                         " (" + shown(mounts, v) + ")");
       }
-      // Writes.
+      // Writes. (The entries are looked up only where a write is allowed or
+      // possible: this runs for every critical point of every spawn.)
+      const bool writable = rules_.writable(p);
+      if (!writable && !(v.writable && v.source == Source::kHost)) continue;
       const std::string* allow = deepest(fs.allowWrite, p);
       const std::string* own = deepest(fs.defaultWrite, p);
-      if (rules_.writable(p)) {
+      if (writable) {
         if (own) {  // the sandbox's own objects (/dev/null, TMPDIR): writable, whatever provides them
           if (v.source == Source::kEmpty && v.op)
             uncovered(entry("filesystem.defaultWrite", *own),
@@ -114,7 +117,7 @@ class Checker {
                                  : "the host's " + policy::quote(p) + " is not writable") +
                         " (" + shown(mounts, v) + ")");
         }
-      } else if (v.writable && v.source == Source::kHost) {
+      } else {  // writable in the view
         const std::string* denied = deepest(fs.denyWrite, p);
         const std::string* mandatory = deepest(fs.mandatoryDenyWrite, p);
         const bool isMandatory = mandatory && (!denied || mandatory->size() > denied->size());

@@ -404,8 +404,13 @@ MountPlan planMounts(const DerivedRules& rules) {
   else if (hostWritable("/")) plan.root = MountPlan::Root::kHostWritable;
 
   // Every operation the rules could need, then, in path order, those that
-  // change what the view shows where the rules need it changed.
-  std::vector<Op> candidates = {{Kind::kProc, "/proc"}, {Kind::kDev, "/dev"}};
+  // change what the view shows where the rules need it changed. (Views of
+  // the rules' strings: only the operations taken are copied.)
+  struct Candidate {
+    Kind kind;
+    std::string_view path;
+  };
+  std::vector<Candidate> candidates = {{Kind::kProc, "/proc"}, {Kind::kDev, "/dev"}};
   const bool hostTmp = hostWritable("/tmp");
   if (!hostTmp) candidates.push_back({Kind::kPrivateTmp, "/tmp"});
   for (const auto* list : {&fs.allowWrite, &fs.defaultWrite})
@@ -422,44 +427,47 @@ MountPlan planMounts(const DerivedRules& rules) {
   for (const auto& p : fs.denyRead)
     if (p != "/") candidates.push_back({Kind::kMask, p});
   for (const auto& p : fs.allowRead) candidates.push_back({Kind::kCarveOut, p});
-  auto inOrder = [](const Op& a, const Op& b) {
-    return a.path != b.path ? a.path < b.path : rank(a.kind) < rank(b.kind);  // an ancestor sorts first
+  // An ancestor sorts first (a prefix), then by rank at one path.
+  auto inOrder = [](const auto& a, const auto& b) {
+    return a.path != b.path ? a.path < b.path : rank(a.kind) < rank(b.kind);
   };
   std::sort(candidates.begin(), candidates.end(), inOrder);
 
   for (auto& c : candidates) {
-    const MountView v = viewAt(plan, c.path);
+    const std::string path(c.path);
+    const MountView v = viewAt(plan, path);
+    std::string target;
     bool take = false;
     switch (c.kind) {
       case Kind::kPrivateTmp:
       case Kind::kProc:
       case Kind::kDev: take = true; break;
       case Kind::kWritable:
-        take = rules.writable(c.path) && !(v.source == Source::kHost && v.writable) &&
+        take = rules.writable(path) && !(v.source == Source::kHost && v.writable) &&
                (v.source == Source::kHost || v.source == Source::kEmpty || v.source == Source::kPrivateTmp);
         break;
       case Kind::kReadOnly: {
         if (!v.writable || (v.source != Source::kHost && v.source != Source::kProc)) break;
         struct stat st;
-        if (v.source == Source::kHost && ::lstat(c.path.c_str(), &st) != 0) {
-          plan.uncoverableDenyWrite.push_back(c.path);
+        if (v.source == Source::kHost && ::lstat(path.c_str(), &st) != 0) {
+          plan.uncoverableDenyWrite.push_back(path);
           break;
         }
-        if (v.source == Source::kHost && S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(c.path);
+        if (v.source == Source::kHost && S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(path);
         take = true;
         break;
       }
       case Kind::kMask: take = v.source == Source::kHost || v.source == Source::kProc || v.source == Source::kDev; break;
       case Kind::kCarveOut: {
-        if (!rules.readable(c.path) || v.source != Source::kEmpty) break;
+        if (!rules.readable(path) || v.source != Source::kEmpty) break;
         struct stat st;
-        if (::lstat(c.path.c_str(), &st) != 0) break;  // nothing to show
+        if (::lstat(path.c_str(), &st) != 0) break;  // nothing to show
         if (S_ISLNK(st.st_mode)) {
-          char target[PATH_MAX];
-          ssize_t n = ::readlink(c.path.c_str(), target, sizeof target);
+          char text[PATH_MAX];
+          ssize_t n = ::readlink(path.c_str(), text, sizeof text);
           if (n <= 0) break;
           c.kind = Kind::kLink;
-          c.target.assign(target, static_cast<std::size_t>(n));
+          target.assign(text, static_cast<std::size_t>(n));
         }
         take = true;
         break;
@@ -467,8 +475,8 @@ MountPlan planMounts(const DerivedRules& rules) {
       case Kind::kLink:
       case Kind::kPin: break;  // not candidates
     }
-    if (take && (plan.ops.empty() || plan.ops.back().path != c.path || plan.ops.back().kind != c.kind))
-      plan.ops.push_back(std::move(c));
+    if (take && (plan.ops.empty() || plan.ops.back().path != path || plan.ops.back().kind != c.kind))
+      plan.ops.push_back({c.kind, path, std::move(target)});
   }
 
   // Pin the directories between each read-only deny and the writable tree it
@@ -489,8 +497,10 @@ MountPlan planMounts(const DerivedRules& rules) {
       if (std::none_of(pins.begin(), pins.end(), [&](const Op& p) { return p.path == a; }))
         pins.push_back({Kind::kPin, a});
   }
-  plan.ops.insert(plan.ops.end(), pins.begin(), pins.end());
-  std::stable_sort(plan.ops.begin(), plan.ops.end(), inOrder);
+  if (!pins.empty()) {
+    plan.ops.insert(plan.ops.end(), pins.begin(), pins.end());
+    std::stable_sort(plan.ops.begin(), plan.ops.end(), inOrder);
+  }
 
   std::size_t slots = 0;
   for (std::size_t i = 0; i < plan.ops.size(); ++i) {
