@@ -5,6 +5,7 @@
 #include "platform/linux/coverage.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "policy/paths.h"
 #include "policy/text.h"
@@ -199,7 +200,6 @@ class Checker {
   void limits() {
     const Limits& want = rules_.limits();
     const RlimitPlan& have = plan_.limits;
-    auto cgroup = [](LimitMechanism m) { return m == LimitMechanism::kCgroup2 || m == LimitMechanism::kCgroupV1; };
     if (want.fileSizeBytes != have.fileSizeBytes)
       uncovered("limits.fileSizeBytes", "RLIMIT_FSIZE would be " + std::to_string(have.fileSizeBytes));
     if (want.fileSizeBytes != 0 && !plan_.seccomp.limitFileSize)
@@ -208,16 +208,97 @@ class Checker {
       const char* name;
       std::uint64_t wanted;
       LimitMechanism mechanism;
-      std::uint64_t rlimit;  // the fallback planned
+      std::uint64_t cgroup;  // the value the sandbox cgroup is made with
+      std::optional<std::uint64_t> rlimit;  // the fallback planned; nullopt: none exists
       const char* how;
     };
-    for (const auto& f : {Field{"limits.memoryBytes", want.memoryBytes, plan_.memory, have.addressSpace, "RLIMIT_AS"},
-                          Field{"limits.cpuSeconds", want.cpuSeconds, plan_.cpu, have.cpuSeconds, "RLIMIT_CPU"}}) {
-      if (f.wanted == 0 || cgroup(f.mechanism)) continue;
-      if (f.mechanism != LimitMechanism::kRlimit || f.rlimit != f.wanted)
-        uncovered(f.name, std::string("neither a cgroup nor ") + f.how + " would enforce it");
+    for (const auto& f : {Field{"limits.pids", want.pids, plan_.pids, plan_.cgroup.pids, std::nullopt, ""},
+                          Field{"limits.memoryBytes", want.memoryBytes, plan_.memory, plan_.cgroup.memoryBytes,
+                                have.addressSpace, "RLIMIT_AS"},
+                          Field{"limits.cpuSeconds", want.cpuSeconds, plan_.cpu, plan_.cgroup.cpuSeconds,
+                                have.cpuSeconds, "RLIMIT_CPU"}}) {
+      if (f.wanted == 0) continue;
+      switch (f.mechanism) {
+        case LimitMechanism::kCgroup2:
+        case LimitMechanism::kCgroupV1:
+          if (f.cgroup != f.wanted)
+            uncovered(f.name, f.cgroup == 0 ? std::string("the sandbox cgroup would not limit it")
+                                            : "the sandbox cgroup would be limited to " + std::to_string(f.cgroup));
+          break;
+        case LimitMechanism::kRlimit:
+          if (!f.rlimit || *f.rlimit != f.wanted)
+            uncovered(f.name, f.rlimit ? std::string("neither a cgroup nor ") + f.how + " would enforce it"
+                                       : std::string("no cgroup would enforce it, and no rlimit can"));
+          else if (!reported(f.name))
+            uncovered(f.name, std::string("enforced by ") + f.how + " only, and no degradation says so");
+          break;
+        case LimitMechanism::kNone:
+          if (!reported(f.name)) uncovered(f.name, "nothing would enforce it, and no degradation says so");
+          break;
+      }
     }
-    // limits.pids has no fallback: without a cgroup the planner reports it not enforced.
+    mountSizes();
+    userCounters();
+  }
+
+  // The private /tmp and /dev/shm have a size, within limits.memoryBytes
+  // (their pages are not address space: RLIMIT_AS cannot hold them).
+  void mountSizes() {
+    const MountPlan& mounts = plan_.mounts;
+    const std::uint64_t memory = rules_.limits().memoryBytes;
+    const std::optional<std::uint64_t> size = optionValue(mounts.tmpOptions, "size");
+    const char* field = memory != 0 ? "limits.memoryBytes" : "tmpfs \"/tmp\", \"/dev/shm\"";
+    if (!size || *size == 0)
+      uncovered(field, "the sandbox's /tmp and /dev/shm would have no size (" + policy::quote(mounts.tmpOptions) +
+                           "): the host's memory would be reachable");
+    else if (memory != 0 && *size > memory)
+      uncovered(field, "the sandbox's /tmp and /dev/shm would each hold " + std::to_string(*size) + " bytes");
+  }
+
+  // The sandbox's shares of the host user's per-user counters (user_counters.h)
+  // are the ones planned.
+  void userCounters() {
+    const UserCounterCaps& caps = plan_.mounts.userCounters;
+    const RlimitPlan& have = plan_.limits;
+    struct Share {
+      const char* name;
+      std::uint64_t planned, applied;
+    };
+    for (const auto& s : {Share{"RLIMIT_NPROC", caps.processes, have.processes},
+                          Share{"RLIMIT_SIGPENDING", caps.pendingSignals, have.pendingSignals},
+                          Share{"RLIMIT_MSGQUEUE", caps.messageQueueBytes, have.messageQueueBytes},
+                          Share{"RLIMIT_MEMLOCK", caps.lockedBytes, have.lockedBytes}})
+      if (s.planned != s.applied)
+        uncovered(std::string("per-user counters ") + s.name,
+                  "would be " + std::to_string(s.applied) + ", not the sandbox's share " + std::to_string(s.planned));
+    const std::optional<std::uint64_t> ptys = optionValue(plan_.mounts.ptsOptions, "max");
+    if (caps.ptys == 0 || ptys != caps.ptys)
+      uncovered("per-user counters kernel.pty.max", "the sandbox's /dev/pts would not be capped at its share (" +
+                                                        policy::quote(plan_.mounts.ptsOptions) + ")");
+  }
+
+  bool reported(std::string_view field) const {
+    return std::any_of(plan_.reported.begin(), plan_.reported.end(), [&](const std::string& d) {
+      return d.size() > field.size() && d.starts_with(field) && d[field.size()] == ':';
+    });
+  }
+
+  // The decimal value of `key=` in comma-separated mount data.
+  static std::optional<std::uint64_t> optionValue(std::string_view options, std::string_view key) {
+    for (std::size_t at = 0; at <= options.size();) {
+      const std::size_t end = std::min(options.find(',', at), options.size());
+      const std::string_view option = options.substr(at, end - at);
+      if (option.size() > key.size() && option.starts_with(key) && option[key.size()] == '=') {
+        std::uint64_t value = 0;
+        const auto* first = option.data() + key.size() + 1;
+        const auto* last = option.data() + option.size();
+        const auto [ptr, ec] = std::from_chars(first, last, value);
+        if (ec != std::errc() || ptr != last) return std::nullopt;
+        return value;
+      }
+      at = end + 1;
+    }
+    return std::nullopt;
   }
 
   const DerivedRules& rules_;

@@ -5,10 +5,13 @@
 // allowRead entry carves it back), each writable path bound read-write with
 // the host's object visible there, each write-denied path inside a writable
 // tree read-only, Landlock granting writes exactly where the rules do, each
-// network rule and each limit installed. An entry the plan does not honour is
-// either a degradation -- weaker for a reason stockade knows, reported to the
-// caller (a write-denied path that does not exist yet, unix sockets allowed
-// as a whole) -- or uncovered, which refuses the spawn naming the entry.
+// network rule installed, and each limit: a cgroup made with its value or a
+// reported fallback, every tmpfs sized (within limits.memoryBytes when set),
+// the sandbox's shares of the per-user counters planned. An entry the plan
+// does not honour is either a degradation -- weaker for a reason stockade
+// knows, reported to the caller (a write-denied path that does not exist
+// yet, unix sockets allowed as a whole, no usable cgroup) -- or uncovered,
+// which refuses the spawn naming the entry.
 //
 // A pure function of its arguments (no system call): a test can run it over
 // any rules and any plan, including a plan it has damaged on purpose.
@@ -16,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,12 +39,16 @@ struct EnforcementPlan {
   SeccompOptions seccomp;
   std::optional<std::uint16_t> proxyPort;  // set: the proxy's listeners are made in the sandbox
   RlimitPlan limits;
-  // What enforces limits.pids, memoryBytes, cpuSeconds (cgroup.h). A limit
-  // no cgroup can hold is a degradation the planner reports (the rlimit
-  // fallback, or pids not enforced); this check refuses one nothing enforces.
+  // What enforces limits.pids, memoryBytes, cpuSeconds (cgroup.h), and the
+  // values the sandbox cgroup is made with. A limit no cgroup holds is
+  // covered only as a degradation the planner has reported (`reported`
+  // names the field): the rlimit fallback, planned with the limit's value,
+  // or pids not enforced at all.
   LimitMechanism pids = LimitMechanism::kNone;
   LimitMechanism memory = LimitMechanism::kNone;
   LimitMechanism cpu = LimitMechanism::kNone;
+  CgroupLimits cgroup;
+  std::span<const std::string> reported;  // the planner's degradations so far
 };
 
 struct CoverageGap {

@@ -71,8 +71,6 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
   }
 }
 
-// probeEnforcement() with the mount plan already made (spawning needs the
-// plan itself; planning twice cost an lstat per write-denied path).
 }  // namespace
 
 std::vector<std::string> landlockWritable(const DerivedRules& rules) {
@@ -129,8 +127,13 @@ SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> 
                  .messageQueueBytes = shares.messageQueueBytes,
                  .lockedBytes = shares.lockedBytes};
 
-  const EnforcementPlan enforcement{plan.mounts,  plan.landlock,  plan.seccomp, proxyPort,
-                                    plan.limits,  r.pidsLimit,    r.memoryLimit, r.cpuLimit};
+  auto inCgroup = [](LimitMechanism m) { return m == LimitMechanism::kCgroup2 || m == LimitMechanism::kCgroupV1; };
+  plan.cgroupLimits = {.pids = inCgroup(r.pidsLimit) ? limits.pids : 0,
+                       .memoryBytes = inCgroup(r.memoryLimit) ? limits.memoryBytes : 0,
+                       .cpuSeconds = inCgroup(r.cpuLimit) ? limits.cpuSeconds : 0};
+
+  const EnforcementPlan enforcement{plan.mounts, plan.landlock,  plan.seccomp,  proxyPort,         plan.limits,
+                                    r.pidsLimit, r.memoryLimit,  r.cpuLimit,    plan.cgroupLimits, r.degradations};
   Coverage coverage = checkCoverage(rules, enforcement);
   for (const auto& g : coverage.degraded) r.degradations.push_back(g.text());
   plan.uncovered = std::move(coverage.uncovered);

@@ -58,6 +58,9 @@ struct SandboxPlan {
   // Where the sandbox cgroup's controllers live, when the rules ask for a
   // cgroup-enforced limit.
   std::optional<CgroupControllers> cgroups;
+  // The values the sandbox cgroup is made with: each limit a cgroup enforces
+  // (report.*Limit), 0 for the others.
+  CgroupLimits cgroupLimits;
   // The kernel's layers and what enforces each limit; degradations: the
   // kernel's and the limits', then the plan's (Coverage::degraded).
   EnforcementReport report;

@@ -608,13 +608,8 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
 
   // --- everything that allocates happens here, before clone ---
   std::vector<UniqueFd> cgroupTasks;  // cgroup v1: joined by the child itself
-  const auto& limits = request.rules.limits();
-  auto inCgroup = [](LimitMechanism m) { return m == LimitMechanism::kCgroup2 || m == LimitMechanism::kCgroupV1; };
-  const CgroupLimits cgroupLimits{inCgroup(child.enforcement.pidsLimit) ? limits.pids : 0,
-                                  inCgroup(child.enforcement.memoryLimit) ? limits.memoryBytes : 0,
-                                  inCgroup(child.enforcement.cpuLimit) ? limits.cpuSeconds : 0};
-  if (cgroupLimits.any()) {
-    auto prepared = prepareSandboxCgroup(*plan.cgroups, cgroupLimits);
+  if (plan.cgroupLimits.any()) {
+    auto prepared = prepareSandboxCgroup(*plan.cgroups, plan.cgroupLimits);
     if (auto* e = std::get_if<std::string>(&prepared)) return parentError(SetupStep::kCgroup, "", 0, *e);
     auto& [cgroup, tasks] = std::get<PreparedCgroup>(prepared);
     child.enforcement.pidsCgroup = cgroup.pathOf(CgroupController::kPids);
@@ -623,7 +618,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     child.cgroup = std::move(cgroup);
     cgroupTasks = std::move(tasks);
   }
-  child.fileSizeBytes = limits.fileSizeBytes;
+  child.fileSizeBytes = plan.limits.fileSizeBytes;  // the fallocate() check (coverage.h)
   const LandlockPlan& landlock = plan.landlock;
 
   int errorPipe[2];

@@ -86,8 +86,13 @@ class CoverageTest : public ::testing::Test {
                   {"network", {{"allowedDomains", nlohmann::json::array()}, {"allowUnixSockets", nlohmann::json::array()}}}});
   }
   // A fresh check of `plan` (possibly changed by the test) against `r`.
+  static EnforcementPlan enforcement(const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
+    const EnforcementReport& r = plan.report;
+    return {plan.mounts, plan.landlock,  plan.seccomp,      proxy,          plan.limits,
+            r.pidsLimit, r.memoryLimit,  r.cpuLimit,        plan.cgroupLimits, r.degradations};
+  }
   static Coverage check(const DerivedRules& r, const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
-    return checkCoverage(r, {plan.mounts, plan.landlock, plan.seccomp, proxy, plan.limits});
+    return checkCoverage(r, enforcement(plan, proxy));
   }
   static bool names(const std::vector<CoverageGap>& gaps, const std::string& entry) {
     return std::any_of(gaps.begin(), gaps.end(), [&](const CoverageGap& g) { return g.entry.find(entry) != std::string::npos; });
@@ -292,25 +297,63 @@ TEST_F(CoverageTest, UnixSocketsAllowedAsAWholeAreADegradation) {
   EXPECT_TRUE(names(check(r, plan).degraded, "network.allowUnixSockets"));
 }
 
+// Every limit at once; each case below changes what enforces them.
 TEST_F(CoverageTest, LimitsMustBeInstalled) {
   const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}},
-                                {"limits", {{"memoryBytes", 1 << 30}, {"cpuSeconds", 5}, {"fileSizeBytes", 1 << 20}}}});
-  SandboxPlan plan = planSandbox(r, std::nullopt);
+                                {"limits",
+                                 {{"memoryBytes", 1 << 30}, {"pids", 10}, {"cpuSeconds", 5}, {"fileSizeBytes", 1 << 20}}}});
+  const SandboxPlan plan = planSandbox(r, std::nullopt);
   EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
-  // Without a cgroup the rlimit fallbacks must be planned (a degradation the planner reports).
-  EnforcementPlan fallback{plan.mounts, plan.landlock, plan.seccomp, std::nullopt, plan.limits,
-                           LimitMechanism::kNone, LimitMechanism::kRlimit, LimitMechanism::kRlimit};
+  EXPECT_TRUE(check(r, plan).uncovered.empty()) << texts(check(r, plan).uncovered);
+
+  // A sandbox cgroup: made with each limit's value.
+  EnforcementPlan cgroup = enforcement(plan);
+  cgroup.pids = cgroup.memory = cgroup.cpu = LimitMechanism::kCgroup2;
+  cgroup.cgroup = {.pids = 10, .memoryBytes = 1 << 30, .cpuSeconds = 5};
+  cgroup.limits.addressSpace = cgroup.limits.cpuSeconds = 0;
+  cgroup.reported = {};
+  EXPECT_TRUE(checkCoverage(r, cgroup).uncovered.empty()) << texts(checkCoverage(r, cgroup).uncovered);
+  EnforcementPlan wrongValues = cgroup;
+  wrongValues.cgroup = {.pids = 0, .memoryBytes = 1u << 31, .cpuSeconds = 50};
+  auto c = checkCoverage(r, wrongValues);
+  for (const char* limit : {"limits.pids", "limits.memoryBytes", "limits.cpuSeconds"})
+    EXPECT_TRUE(names(c.uncovered, limit)) << limit << "\n" << texts(c.uncovered);
+
+  // No usable cgroup: the rlimit fallbacks, and pids not enforced, each a reported degradation.
+  const std::vector<std::string> said = {"limits.pids: not enforced: no pids controller",
+                                         "limits.memoryBytes: enforced per process only, as RLIMIT_AS",
+                                         "limits.cpuSeconds: enforced per process only, as RLIMIT_CPU"};
+  EnforcementPlan fallback = enforcement(plan);
+  fallback.pids = LimitMechanism::kNone;
+  fallback.memory = fallback.cpu = LimitMechanism::kRlimit;
+  fallback.cgroup = {};
   fallback.limits.addressSpace = 1 << 30;
   fallback.limits.cpuSeconds = 5;
+  fallback.reported = said;
   EXPECT_TRUE(checkCoverage(r, fallback).uncovered.empty()) << texts(checkCoverage(r, fallback).uncovered);
-  fallback.limits = {};
-  fallback.seccomp.limitFileSize = false;
-  auto c = checkCoverage(r, fallback);
+  EnforcementPlan unsaid = fallback;
+  unsaid.reported = {};
+  c = checkCoverage(r, unsaid);
+  for (const char* limit : {"limits.pids", "limits.memoryBytes", "limits.cpuSeconds"})
+    EXPECT_TRUE(names(c.uncovered, limit)) << limit << "\n" << texts(c.uncovered);
+  // A degradation of another field does not stand for this one.
+  const std::vector<std::string> other = {"limits.pidsx: not enforced", "limits.memoryBytes"};
+  unsaid.reported = other;
+  EXPECT_TRUE(names(checkCoverage(r, unsaid).uncovered, "limits.pids"));
+  EXPECT_TRUE(names(checkCoverage(r, unsaid).uncovered, "limits.memoryBytes"));
+
+  EnforcementPlan noRlimits = fallback;
+  noRlimits.limits.addressSpace = noRlimits.limits.cpuSeconds = noRlimits.limits.fileSizeBytes = 0;
+  noRlimits.seccomp.limitFileSize = false;
+  c = checkCoverage(r, noRlimits);
   for (const char* limit : {"limits.memoryBytes", "limits.cpuSeconds", "limits.fileSizeBytes"})
     EXPECT_TRUE(names(c.uncovered, limit)) << limit << "\n" << texts(c.uncovered);
-  EnforcementPlan nothing{plan.mounts, plan.landlock, plan.seccomp, std::nullopt, plan.limits,
-                          LimitMechanism::kNone, LimitMechanism::kNone, LimitMechanism::kNone};
-  EXPECT_TRUE(names(checkCoverage(r, nothing).uncovered, "limits.memoryBytes"));
+  EnforcementPlan noTrap = fallback;
+  noTrap.seccomp.limitFileSize = false;  // RLIMIT_FSIZE alone: fallocate(FALLOC_FL_KEEP_SIZE) passes it
+  EXPECT_TRUE(names(checkCoverage(r, noTrap).uncovered, "limits.fileSizeBytes"));
+  EnforcementPlan pidsByRlimit = fallback;  // no rlimit bounds a sandbox's processes
+  pidsByRlimit.pids = LimitMechanism::kRlimit;
+  EXPECT_TRUE(names(checkCoverage(r, pidsByRlimit).uncovered, "limits.pids"));
 }
 
 TEST_F(CoverageTest, APidsLimitWithoutACgroupIsLeftToThePlannersDegradation) {
@@ -321,6 +364,42 @@ TEST_F(CoverageTest, APidsLimitWithoutACgroupIsLeftToThePlannersDegradation) {
     EXPECT_TRUE(std::any_of(plan.report.degradations.begin(), plan.report.degradations.end(),
                             [](const std::string& d) { return d.starts_with("limits.pids: not enforced"); }));
   }
+}
+
+TEST_F(CoverageTest, EveryTmpfsIsSizedWithinTheMemoryLimit) {
+  const DerivedRules limited = rules({{"filesystem", {{"allowWrite", {ws_}}}}, {"limits", {{"memoryBytes", 64 << 20}}}});
+  const SandboxPlan plan = planSandbox(limited, std::nullopt);
+  EXPECT_TRUE(check(limited, plan).uncovered.empty()) << texts(check(limited, plan).uncovered);
+  SandboxPlan unsized = plan;
+  unsized.mounts.tmpOptions = "mode=1777";
+  EXPECT_TRUE(names(check(limited, unsized).uncovered, "limits.memoryBytes")) << texts(check(limited, unsized).uncovered);
+  SandboxPlan larger = plan;
+  larger.mounts.tmpOptions = "mode=1777,size=" + std::to_string(128 << 20);
+  EXPECT_TRUE(names(check(limited, larger).uncovered, "limits.memoryBytes"));
+  SandboxPlan unreadable = plan;
+  unreadable.mounts.tmpOptions = "mode=1777,size=64m";  // a suffix the check cannot compare: not proven within
+  EXPECT_TRUE(names(check(limited, unreadable).uncovered, "limits.memoryBytes"));
+
+  const DerivedRules unlimited = rules({{"filesystem", {{"allowWrite", {ws_}}}}, {"limits", {{"memoryBytes", 0}}}});
+  SandboxPlan host = planSandbox(unlimited, std::nullopt);
+  EXPECT_TRUE(host.uncovered.empty()) << texts(host.uncovered);
+  host.mounts.tmpOptions = "mode=1777";
+  EXPECT_TRUE(names(check(unlimited, host).uncovered, "tmpfs \"/tmp\"")) << texts(check(unlimited, host).uncovered);
+}
+
+TEST_F(CoverageTest, TheSandboxsSharesOfPerUserCountersMustBeInstalled) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}});
+  const SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  SandboxPlan processes = plan;
+  processes.limits.processes = plan.mounts.userCounters.processes + 1;
+  EXPECT_TRUE(names(check(r, processes).uncovered, "RLIMIT_NPROC")) << texts(check(r, processes).uncovered);
+  SandboxPlan signals = plan;
+  signals.limits.pendingSignals = plan.mounts.userCounters.pendingSignals + 1;
+  EXPECT_TRUE(names(check(r, signals).uncovered, "RLIMIT_SIGPENDING"));
+  SandboxPlan ptys = plan;
+  ptys.mounts.ptsOptions = "newinstance,ptmxmode=0666,mode=0620";  // every host pty reachable
+  EXPECT_TRUE(names(check(r, ptys).uncovered, "kernel.pty.max")) << texts(check(r, ptys).uncovered);
 }
 
 }  // namespace
