@@ -1,13 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "stockade/rules.h"
@@ -216,6 +220,63 @@ TEST_F(DeriveTest, VarTmpTmpAndProjectDirectoriesStayWritableWithoutTheOptIn) {
   DeriveContext elsewhere = ctx();
   elsewhere.home = "/srv/nobody";
   EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp"]}})", elsewhere).writable("/var/tmp/y"));
+}
+
+// A system tree mounted a second time (the host's "/" at "/host" in a
+// container) is judged as the directory it is, not by its name. The mounts
+// are made in a forked child's own user and mount namespaces, so this runs
+// unprivileged too and the host's mount table is left alone.
+TEST_F(DeriveTest, ASystemTreeUnderAnotherNameIsRefusedWhileAProjectUnderItStaysWritable) {
+  const std::string host = t_.dir("host"), etc = t_.dir("etc-again");
+  const std::vector<std::string> entries = {host, host + "/etc/cron.d", etc, host + home_, host + work_};
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(out[0]);
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) ::_exit(77);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("/", host.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::mount("/etc", etc.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      ::_exit(78);
+    std::string report;
+    for (const auto& e : entries) {
+      nlohmann::json policy = {{"filesystem", {{"allowWrite", {e}}, {"denyRead", nlohmann::json::array()}}}};
+      auto r = derive(SandboxPolicy::fromJson(policy.dump()), ctx());
+      report += e + "\t" + (std::holds_alternative<PolicyError>(r) ? std::get<PolicyError>(r).text() : "ok") + "\n";
+    }
+    const bool written = ::write(out[1], report.data(), report.size()) == static_cast<ssize_t>(report.size());
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(out[1]);
+  std::string report;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "setting up the second mounts failed (exit " << WEXITSTATUS(status) << ")";
+  std::map<std::string, std::string> said;
+  for (std::size_t at = 0, end; (end = report.find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = report.substr(at, end - at);
+    said[line.substr(0, line.find('\t'))] = line.substr(line.find('\t') + 1);
+  }
+  ASSERT_EQ(said.size(), entries.size()) << report;
+  auto refused = [&](const std::string& entry, const std::string& what) {
+    EXPECT_NE(said[entry].find("filesystem.allowWrite[0]"), std::string::npos) << entry << ": " << said[entry];
+    EXPECT_NE(said[entry].find(what), std::string::npos) << said[entry];
+    EXPECT_NE(said[entry].find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos) << said[entry];
+  };
+  refused(host, "is \"/\" under another name (the same directory, mounted twice), the whole filesystem");
+  refused(host + "/etc/cron.d", "is \"/etc/cron.d\" under another name (the same directory, mounted twice), inside "
+                                "the system directory \"/etc\"");
+  refused(etc, "is \"/etc\" under another name (the same directory, mounted twice), the system directory \"/etc\"");
+  refused(host + home_, "the home directory itself");
+  // The neighbour: a project directory reached through the second "/" is as writable as through the first.
+  EXPECT_EQ(said[host + work_], "ok");
 }
 
 TEST_F(DeriveTest, TheOptInChangesTheFingerprint) {
