@@ -1,11 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "stockade/rules.h"
+#include "tests/support/private_mounts.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade {
@@ -224,41 +223,24 @@ TEST_F(DeriveTest, VarTmpTmpAndProjectDirectoriesStayWritableWithoutTheOptIn) {
 
 // A system tree mounted a second time (the host's "/" at "/host" in a
 // container) is judged as the directory it is, not by its name. The mounts
-// are made in a forked child's own user and mount namespaces, so this runs
-// unprivileged too and the host's mount table is left alone.
+// are made in a child's own mount namespace (tests/support/private_mounts.h).
 TEST_F(DeriveTest, ASystemTreeUnderAnotherNameIsRefusedWhileAProjectUnderItStaysWritable) {
   const std::string host = t_.dir("host"), etc = t_.dir("etc-again");
   const std::vector<std::string> entries = {host, host + "/etc/cron.d", etc, host + home_, host + work_};
-  int out[2];
-  ASSERT_EQ(::pipe(out), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(out[0]);
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) ::_exit(77);
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        ::mount("/", host.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+  const std::string report = testing::inPrivateMounts([&]() -> std::string {
+    if (::mount("/", host.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
         ::mount("/etc", etc.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
-      ::_exit(78);
-    std::string report;
+      return "SETUP: bind";
+    std::string lines;
     for (const auto& e : entries) {
       nlohmann::json policy = {{"filesystem", {{"allowWrite", {e}}, {"denyRead", nlohmann::json::array()}}}};
       auto r = derive(SandboxPolicy::fromJson(policy.dump()), ctx());
-      report += e + "\t" + (std::holds_alternative<PolicyError>(r) ? std::get<PolicyError>(r).text() : "ok") + "\n";
+      lines += e + "\t" + (std::holds_alternative<PolicyError>(r) ? std::get<PolicyError>(r).text() : "ok") + "\n";
     }
-    const bool written = ::write(out[1], report.data(), report.size()) == static_cast<ssize_t>(report.size());
-    ::_exit(written ? 0 : 1);
-  }
-  ::close(out[1]);
-  std::string report;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<std::size_t>(n));
-  ::close(out[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "setting up the second mounts failed (exit " << WEXITSTATUS(status) << ")";
+    return lines;
+  });
+  if (report == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(report.starts_with("SETUP")) << report;
   std::map<std::string, std::string> said;
   for (std::size_t at = 0, end; (end = report.find('\n', at)) != std::string::npos; at = end + 1) {
     const std::string line = report.substr(at, end - at);
