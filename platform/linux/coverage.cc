@@ -52,6 +52,7 @@ class Checker {
 
   Coverage run() {
     filesystem();
+    readOnlyMounts();
     landlock();
     network();
     limits();
@@ -101,7 +102,12 @@ class Checker {
       const std::string* allow = deepest(fs.allowWrite, p);
       const std::string* own = deepest(fs.defaultWrite, p);
       if (writable) {
-        if (own) {  // the sandbox's own objects (/dev/null, TMPDIR): writable, whatever provides them
+        if (const std::string* ro = readOnlyAt(p, v)) {
+          const auto [field, e] = writeRule(p);
+          uncovered(entry(field, *e), "the host mounts " + policy::quote(*ro) +
+                                          " read-only, so the child could not write it either: remount it "
+                                          "read-write, or drop it from the policy");
+        } else if (own) {  // the sandbox's own objects (/dev/null, TMPDIR): writable, whatever provides them
           if (v.source == Source::kEmpty && v.op)
             uncovered(entry("filesystem.defaultWrite", *own),
                       "hidden by the mask for filesystem.denyRead " + policy::quote(v.op->path) +
@@ -145,6 +151,36 @@ class Checker {
                               : "filesystem.mandatoryDenyWrite";
       degraded(entry(field, p), "has other hard links; only this name is read-only, the file stays writable through "
                                 "the others");
+    }
+  }
+
+  // The read-only host mount that holds `p` where the view shows the host's
+  // object bound writable, or nullptr.
+  const std::string* readOnlyAt(std::string_view p, const MountView& v) const {
+    if (v.source != Source::kHost || !v.writable) return nullptr;
+    const std::string_view bound = v.op ? std::string_view(v.op->path) : "/";
+    const std::string* best = nullptr;
+    for (const auto& r : plan_.mounts.readOnlyHost)
+      if (within(p, r) && within(r, bound) && (!best || r.size() > best->size())) best = &r;
+    return best;
+  }
+
+  // The deepest write rule that makes writable `p`: its field and entry.
+  std::pair<const char*, const std::string*> writeRule(std::string_view p) const {
+    const std::string* allow = deepest(rules_.filesystem().allowWrite, p);
+    const std::string* own = deepest(rules_.filesystem().defaultWrite, p);
+    if (own && (!allow || own->size() >= allow->size())) return {"filesystem.defaultWrite", own};
+    return {"filesystem.allowWrite", allow};
+  }
+
+  // A read-only mount beneath a writable entry: writes there fail with EROFS
+  // though the entry is writable elsewhere.
+  void readOnlyMounts() {
+    for (const auto& r : plan_.mounts.readOnlyHost) {
+      if (!rules_.writable(r) || readOnlyAt(r, viewAt(plan_.mounts, r)) != &r) continue;
+      const auto [field, e] = writeRule(r);
+      if (within(*e, r)) continue;  // the entry's own place is read-only: uncovered (filesystem())
+      degraded(entry(field, *e), "the host mounts " + policy::quote(r) + " read-only inside it: writes there fail with EROFS");
     }
   }
 

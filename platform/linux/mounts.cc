@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstring>
 
 #include "platform/linux/kernel_abi.h"
+#include "platform/linux/mountinfo.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
@@ -501,6 +503,25 @@ MountPlan planMounts(const DerivedRules& rules) {
     plan.ops.insert(plan.ops.end(), pins.begin(), pins.end());
     std::stable_sort(plan.ops.begin(), plan.ops.end(), inOrder);
   }
+
+  // Where the host mounts a writable tree read-only (checkCoverage() names
+  // each): the mount holding the tree, and the mounts beneath it.
+  std::vector<std::string_view> trees;
+  if (plan.root == MountPlan::Root::kHostWritable) trees.emplace_back("/");
+  for (const auto& op : plan.ops)
+    if (op.kind == Kind::kWritable) trees.emplace_back(op.path);
+  for (const auto& t : trees) {
+    struct statvfs st;
+    if (::statvfs(std::string(t).c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) plan.readOnlyHost.emplace_back(t);
+  }
+  auto belowATree = [&](std::string_view p) {
+    return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
+  };
+  if (!trees.empty())
+    for (auto& m : currentMounts())
+      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
+          std::find(plan.readOnlyHost.begin(), plan.readOnlyHost.end(), m.mountPoint) == plan.readOnlyHost.end())
+        plan.readOnlyHost.push_back(std::move(m.mountPoint));
 
   std::size_t slots = 0;
   for (std::size_t i = 0; i < plan.ops.size(); ++i) {

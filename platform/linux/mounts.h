@@ -84,6 +84,11 @@ struct MountPlan {
   // Write-denied files with more than one name: the read-only bind covers
   // this name only; another name in a writable tree reaches the same file.
   std::vector<std::string> linkedDenyWrite;
+  // Where the host mounts a writable tree read-only, so that a read-write
+  // bind still gives EROFS: a writable bind's (or the writable root's) path
+  // when the mount holding it is read-only (statvfs ST_RDONLY), and every
+  // read-only mount point beneath one (the binds carry their submounts).
+  std::vector<std::string> readOnlyHost;
   // Scratch for the child (one slot per kWritable and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;

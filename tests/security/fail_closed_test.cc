@@ -1,12 +1,15 @@
 // Every rule is enforced or the spawn is refused naming it: the denied root,
 // the sandbox's own /proc and /dev, a write-allowed /tmp, a working directory
-// inside a denied tree. Each beside the allowed neighbour that must work.
+// inside a denied tree, a write-allowed directory the host mounts read-only.
+// Each beside the allowed neighbour that must work.
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "tests/security/sandbox_fixture.h"
+#include "tests/support/private_mounts.h"
 
 namespace stockade::testing {
 namespace {
@@ -126,6 +129,43 @@ TEST_F(FailClosedTest, AWriteAllowedDirectoryUnderTmpIsTheHostsWhileTheRestOfTmp
   EXPECT_FALSE(std::filesystem::exists("/tmp/beside-" + std::to_string(::getpid())));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+// A write-allowed directory the host mounts read-only would be claimed
+// writable while every write there fails with EROFS: the spawn is refused
+// naming the entry. The same mount beneath a writable entry is a reported
+// degradation, and the rest of that entry stays writable. The read-only
+// mount is made in a child's own mount namespace (private_mounts.h), where
+// stockade runs.
+TEST_F(FailClosedTest, AWriteAllowedDirectoryTheHostMountsReadOnlyIsRefusedNamingIt) {
+  const std::string vol = ws + "/volume";
+  std::filesystem::create_directories(vol);
+  ::chmod(vol.c_str(), 0777);
+  ProcessResult refused, beside;
+  const std::string setup = inPrivateMounts([&]() -> std::string {
+    if (::mount(vol.c_str(), vol.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, vol.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+      return "SETUP: read-only bind";
+    policy["filesystem"]["allowWrite"] = {ws, vol};
+    const auto r = sh("echo ran");
+    policy["filesystem"]["allowWrite"] = {ws};
+    const auto b = sh("echo made > " + ws + "/made && cat " + ws + "/made; touch " + vol + "/x 2>/dev/null; echo rc=$?");
+    return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err + "\x1e" + std::to_string(b.exitCode) + "\n" +
+           b.out + "\x1f" + b.err;
+  });
+  if (setup == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(setup.starts_with("SETUP")) << setup;
+  const std::string first = setup.substr(0, setup.find('\x1e')), second = setup.substr(setup.find('\x1e') + 1);
+  EXPECT_TRUE(first.starts_with("125\n")) << first;
+  EXPECT_EQ(first.find("ran"), std::string::npos) << first;
+  EXPECT_NE(first.find("filesystem.allowWrite \"" + vol + "\": the host mounts \"" + vol + "\" read-only"),
+            std::string::npos)
+      << first;
+  // The neighbour: the workspace around it runs and writes; the mount inside it is named, not hidden.
+  EXPECT_TRUE(second.starts_with("0\nmade\nrc=1\n")) << second;
+  EXPECT_NE(second.find("filesystem.allowWrite \"" + ws + "\": the host mounts \"" + vol + "\" read-only inside it"),
+            std::string::npos)
+      << second;
 }
 
 }  // namespace

@@ -258,6 +258,26 @@ TEST_F(CoverageTest, MissingWritableAndReadOnlyBindsAreNamed) {
   EXPECT_TRUE(names(check(r, noMandatory).uncovered, "filesystem.mandatoryDenyWrite \"" + ws_ + "/.bashrc\""));
 }
 
+TEST_F(CoverageTest, AWritablePathTheHostMountsReadOnlyIsNamed) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}, {"denyWrite", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_TRUE(plan.mounts.readOnlyHost.empty()) << "this test's own directory is read-only on the host";
+  plan.mounts.readOnlyHost.push_back(ws_);  // what planMounts() records for a read-only host mount
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.allowWrite \"" + ws_ + "\"")) << texts(c.uncovered);
+  EXPECT_NE(texts(c.uncovered).find("\" read-only, so the child could not write it either"), std::string::npos) << texts(c.uncovered);
+  // A read-only mount beneath the entry: the rest of it is writable, so a degradation names the mount.
+  SandboxPlan inside = planSandbox(r, std::nullopt);
+  inside.mounts.readOnlyHost.push_back(ws_ + "/sub");
+  c = check(r, inside);
+  EXPECT_TRUE(c.uncovered.empty()) << texts(c.uncovered);
+  EXPECT_NE(texts(c.degraded).find("filesystem.allowWrite \"" + ws_ + "\": the host mounts \"" + ws_ +
+                                   "/sub\" read-only inside it"),
+            std::string::npos)
+      << texts(c.degraded);
+}
+
 TEST_F(CoverageTest, LandlockMustGrantExactlyTheWritablePaths) {
   const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}});
   SandboxPlan plan = planSandbox(r, std::nullopt);
