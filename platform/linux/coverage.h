@@ -3,15 +3,17 @@
 // Every entry of the DerivedRules must be honoured by the enforcement plan:
 // each read-denied path masked (no host object under it visible unless an
 // allowRead entry carves it back), each writable path bound read-write with
-// the host's object visible there, each write-denied path inside a writable
-// tree read-only, Landlock granting writes exactly where the rules do, each
-// network rule installed, and each limit: a cgroup made with its value or a
-// reported fallback, every tmpfs sized (within limits.memoryBytes when set),
-// the sandbox's shares of the per-user counters planned. An entry the plan
-// does not honour is either a degradation -- weaker for a reason stockade
-// knows, reported to the caller (a write-denied path that does not exist
-// yet, unix sockets allowed as a whole, no usable cgroup) -- or uncovered,
-// which refuses the spawn naming the entry.
+// the host's object visible there on a mount the host does not hold
+// read-only (MountPlan::readOnlyHost), each write-denied path inside a
+// writable tree read-only, Landlock granting writes exactly where the rules
+// do, each network rule installed, and each limit: a cgroup made with its
+// value or a reported fallback, every tmpfs sized (within limits.memoryBytes
+// when set), the sandbox's shares of the per-user counters planned. An entry
+// the plan does not honour is either a degradation -- weaker for a reason
+// stockade knows, reported to the caller (a write-denied path that does not
+// exist yet, unix sockets allowed as a whole, no usable cgroup, a read-only
+// mount beneath a writable entry) -- or uncovered, which refuses the spawn
+// naming the entry.
 //
 // A pure function of its arguments (no system call): a test can run it over
 // any rules and any plan, including a plan it has damaged on purpose.
