@@ -1,6 +1,9 @@
 // derive(): SandboxPolicy + the live filesystem -> DerivedRules.
 // Only stat/lstat/readlink and directory reads: no process, mount or socket calls.
 #include <pwd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,8 +67,11 @@ class Deriver {
       for (std::size_t j = before; j < b_.fs.denyRead.size(); ++j) deniedBy_.emplace(b_.fs.denyRead[j], Where{"filesystem.denyRead", i});
     }
     for (std::size_t i = 0; i < fs.allowRead.size(); ++i)
-      addEntry(fs.allowRead[i], {"filesystem.allowRead", i}, b_.fs.allowRead, b_.fs.allowReadPatterns, Links::kSkip);
+      addEntry(fs.allowRead[i], {"filesystem.allowRead", i}, b_.fs.allowRead, b_.fs.allowReadPatterns, Links::kCarveOut);
     b_.fs.allowWrite = resolveAll(fs.allowWrite, "filesystem.allowWrite");
+    b_.fs.allowWriteSystemPaths = fs.allowWriteSystemPaths;
+    if (!fs.allowWriteSystemPaths) refuseSystemPaths(fs.allowWrite, b_.fs.allowWrite);
+    refuseHiddenWrites(fs.allowWrite, b_.fs.allowWrite);
     checkHardLinks();
     for (std::size_t i = 0; i < fs.denyWrite.size(); ++i)
       addEntry(fs.denyWrite[i], {"filesystem.denyWrite", i}, b_.fs.denyWrite, b_.fs.denyWritePatterns, Links::kBoth);
@@ -117,8 +123,9 @@ class Deriver {
     return out;
   }
 
-  std::string resolve(const std::string& p, const Where& where) {
-    auto real = resolver_.resolve(absolute(p, where));
+  // `links`, when given, receives every symlink followed on the way.
+  std::string resolve(const std::string& p, const Where& where, std::vector<std::string>* links = nullptr) {
+    auto real = resolver_.resolve(absolute(p, where), links);
     if (!real) fail(where, policy::quote(p) + " runs into a symlink loop; fix or remove the link");
     return *real;
   }
@@ -131,10 +138,134 @@ class Deriver {
     return out;
   }
 
-  // What a glob match that is a symlink stands for.
+  // A writable tree inside a read-denied one (and not carved back out) would
+  // be masked with it: the rules would claim writable what the child cannot
+  // even see. Refused, naming both.
+  void refuseHiddenWrites(const std::vector<std::string>& written, const std::vector<std::string>& real) {
+    auto deepest = [](const std::vector<std::string>& list, const std::string& path) -> const std::string* {
+      const std::string* best = nullptr;
+      for (const auto& e : list)
+        if (policy::isWithin(path, e) && (!best || e.size() > best->size())) best = &e;
+      return best;
+    };
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      const std::string* deny = deepest(b_.fs.denyRead, real[i]);
+      if (!deny) continue;
+      const std::string* allow = deepest(b_.fs.allowRead, real[i]);
+      if (allow && allow->size() > deny->size()) continue;
+      std::string named = written[i] == real[i] ? policy::quote(real[i]) : policy::quote(written[i]) + " (" + policy::quote(real[i]) + ")";
+      fail({"filesystem.allowWrite", i},
+           named + " lies inside the read-denied " + policy::quote(*deny) +
+               " (filesystem.denyRead): a child cannot write what it cannot see. Add it to filesystem.allowRead "
+               "as well, or drop it");
+    }
+  }
+
+  // A writable "/", system tree or home directory is almost always an
+  // accident (the default policy's "." run from /etc or from $HOME): refused
+  // unless the policy opts in by name. Judged by name, and then by object: a
+  // directory that is one of those under another name (a bind mount, or the
+  // host's "/" mounted at "/host" in a container) is judged as that one.
+  void refuseSystemPaths(const std::vector<std::string>& written, const std::vector<std::string>& real) {
+    std::optional<std::string> home;
+    if (!ctx_.home.empty() && ctx_.home.front() == '/') home = resolve(ctx_.home, {"context.home"});
+    auto judge = [&](const std::string& r) -> std::string {
+      if (r == "/") return "the whole filesystem";
+      if (std::string tree = systemTree(r); !tree.empty())
+        return r == tree ? "the system directory " + policy::quote(tree) : "inside the system directory " + policy::quote(tree);
+      if (home && *home != "/" && policy::isWithin(*home, r))
+        return r == *home ? "the home directory itself" : "a directory holding the home directory " + policy::quote(*home);
+      return "";
+    };
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      const std::string& r = real[i];
+      std::string what = judge(r);
+      std::string named = written[i] == r ? policy::quote(r) : policy::quote(written[i]) + " (" + policy::quote(r) + ")";
+      if (!what.empty()) {
+        named = written[i] == r ? named + " is" : policy::quote(written[i]) + " resolves to " + policy::quote(r) + ",";
+      } else {
+        const std::optional<std::string> same = sameAs(r, home);
+        if (!same || (what = judge(*same)).empty()) continue;
+        named += " is " + policy::quote(*same) + " under another name (the same directory, mounted twice),";
+      }
+      fail({"filesystem.allowWrite", i},
+           named + " " + what + ": a child could change the host itself. Name a narrower directory (for \".\", "
+                                "run from a project directory or pass --cwd), or set "
+                                "\"filesystem.allowWriteSystemPaths\": true to allow it on purpose");
+    }
+  }
+
+  // The parent of a real path other than "/".
+  static std::string parentDir(const std::string& p) {
+    const std::size_t slash = p.rfind('/');
+    return slash == 0 ? "/" : p.substr(0, slash);
+  }
+
+  // A directory refuseSystemPaths() judges by name, as an object: "/", the
+  // system trees, the home directory and its ancestors.
+  struct Object {
+    std::string path;  // real
+    dev_t device;
+    ino_t inode;
+  };
+  std::vector<Object> systemObjects(const std::optional<std::string>& home) {
+    std::vector<std::string> paths = {"/",    "/etc",  "/usr",  "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+                                      "/libx32", "/boot", "/dev", "/proc", "/sys", "/var", "/run"};
+    for (std::string h = home.value_or("/"); h != "/"; h = parentDir(h)) paths.push_back(h);
+    std::vector<Object> out;
+    for (const auto& p : paths) {
+      const auto realPath = resolver_.resolve(p);
+      struct stat st {};
+      if (realPath && ::lstat(realPath->c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        out.push_back({*realPath, st.st_dev, st.st_ino});
+    }
+    return out;
+  }
+  // The path `real` names under another name: its deepest ancestor (or
+  // itself) that is one of `objects` by device and inode but not by name,
+  // with the rest of `real` appended. A directory is another's under a
+  // second name only through a mount (directories have no hard links), and
+  // the parent of every object is one too ("/", or an ancestor of the home):
+  // only the ancestors that are the root of a mount need comparing.
+  std::optional<std::string> sameAs(const std::string& real, const std::optional<std::string>& home) {
+    for (std::string a = real; a != "/"; a = parentDir(a)) {
+      if (!walked_.insert(a).second) break;  // it and its ancestors are no other name (or derive() failed)
+      struct statx st {};
+      if (::statx(AT_FDCWD, a.c_str(), AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE | STATX_INO, &st) != 0 ||
+          !S_ISDIR(st.stx_mode))
+        continue;
+      // Linux 5.8 reports STATX_ATTR_MOUNT_ROOT; before, every ancestor is compared.
+      if ((st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && !(st.stx_attributes & STATX_ATTR_MOUNT_ROOT)) continue;
+      if (!systemObjects_) systemObjects_ = systemObjects(home);
+      const dev_t device = makedev(st.stx_dev_major, st.stx_dev_minor);
+      for (const auto& o : *systemObjects_) {
+        if (o.path == a || o.device != device || o.inode != st.stx_ino) continue;
+        const std::string rest = real.substr(a.size());
+        return o.path == "/" ? (rest.empty() ? "/" : rest) : o.path + rest;
+      }
+    }
+    return std::nullopt;
+  }
+  std::optional<std::vector<Object>> systemObjects_;  // looked at once per derive(), when a mount root is met
+  std::set<std::string, std::less<>> walked_;          // the ancestors sameAs() has compared
+
+  // The system tree a real path lies in ("/etc", "/lib64"), or "".
+  static std::string systemTree(std::string_view path) {
+    constexpr std::array<std::string_view, 9> kTrees = {"etc", "usr", "bin", "sbin", "boot", "dev", "proc", "sys", "run"};
+    std::string_view top = path.substr(1, path.find('/', 1) - 1);
+    if (contains(kTrees, top) || top.starts_with("lib")) return "/" + std::string(top);
+    if (top == "var" && !policy::isWithin(path, "/var/tmp")) return "/var";
+    return "";
+  }
+
+  // What a symlink stands for.
   enum class Links {
-    kBoth,  // a deny: the link and the object it names
-    kSkip,  // a carve-out: neither (it would open an object the pattern does not name)
+    kBoth,  // a deny: a glob match that is a link gives the link and the object it names
+    // A carve-out: a glob match that is a link gives neither (it would open
+    // an object the pattern does not name); a path named through links keeps
+    // them beside its real path, since inside a read-denied tree ("/lib64"
+    // under a denied "/") it is reachable as written only if they show too.
+    kCarveOut,
   };
 
   // A path goes to `paths` resolved; a glob, to `patterns` as written (made
@@ -142,7 +273,9 @@ class Deriver {
   void addEntry(const std::string& p, const Where& where, std::vector<std::string>& paths,
                 std::vector<std::string>& patterns, Links links) {
     if (!policy::hasGlob(p)) {
-      paths.push_back(resolve(policy::unescapeGlob(p), where));
+      std::vector<std::string> traversed;
+      paths.push_back(resolve(policy::unescapeGlob(p), where, links == Links::kCarveOut ? &traversed : nullptr));
+      paths.insert(paths.end(), traversed.begin(), traversed.end());
       return;
     }
     std::string pattern = policy::lexicallyNormal(absolute(p, where));
@@ -153,7 +286,7 @@ class Deriver {
     for (const auto& m : *matches) {
       auto real = resolver_.resolve(m);
       if (real && *real != m) {
-        if (links == Links::kSkip) continue;
+        if (links == Links::kCarveOut) continue;
         paths.push_back(*real);
       }
       paths.push_back(m);

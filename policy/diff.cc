@@ -38,6 +38,8 @@ RulesDiff diff(const DerivedRules& a, const DerivedRules& b) {
   axis("filesystem.denyWrite", fa.denyWrite, fb.denyWrite);
   axis("filesystem.denyWritePatterns", fa.denyWritePatterns, fb.denyWritePatterns);
   axis("filesystem.mandatoryDenyWrite", fa.mandatoryDenyWrite, fb.mandatoryDenyWrite);
+  axis("filesystem.allowWriteSystemPaths", {fa.allowWriteSystemPaths ? "true" : "false"},
+       {fb.allowWriteSystemPaths ? "true" : "false"});
   const auto &na = a.network(), &nb = b.network();
   axis("network.allowedDomains", texts(na.allowedDomains), texts(nb.allowedDomains));
   axis("network.deniedDomains", texts(na.deniedDomains), texts(nb.deniedDomains));

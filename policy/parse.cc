@@ -185,7 +185,8 @@ class Reader {
     list(fs, "filesystem", "allowRead", F::kAllowRead, p_.fs.allowRead, path);
     list(fs, "filesystem", "allowWrite", F::kAllowWrite, p_.fs.allowWrite, path);
     list(fs, "filesystem", "denyWrite", F::kDenyWrite, p_.fs.denyWrite, path);
-    rest(fs, "filesystem", {"denyRead", "allowRead", "allowWrite", "denyWrite"});
+    flag(fs, "filesystem", "allowWriteSystemPaths", F::kAllowWriteSystemPaths, p_.fs.allowWriteSystemPaths);
+    rest(fs, "filesystem", {"denyRead", "allowRead", "allowWrite", "denyWrite", "allowWriteSystemPaths"});
   }
 
   void network(const json& net) {
@@ -422,6 +423,7 @@ unsigned givenByValue(const Parts& p) {
   mark(p.fs.allowRead != d.allowRead, F::kAllowRead);
   mark(p.fs.allowWrite != d.allowWrite, F::kAllowWrite);
   mark(p.fs.denyWrite != d.denyWrite, F::kDenyWrite);
+  mark(p.fs.allowWriteSystemPaths != d.allowWriteSystemPaths, F::kAllowWriteSystemPaths);
   mark(p.net.allowedDomains != d.allowedDomains, F::kAllowedDomains);
   mark(p.net.deniedDomains != d.deniedDomains, F::kDeniedDomains);
   mark(p.net.allowUnixSockets != d.allowUnixSockets, F::kAllowUnixSockets);
@@ -508,6 +510,7 @@ std::string_view policyFieldPath(PolicyField field) noexcept {
     case F::kAllowRead: return "filesystem.allowRead";
     case F::kAllowWrite: return "filesystem.allowWrite";
     case F::kDenyWrite: return "filesystem.denyWrite";
+    case F::kAllowWriteSystemPaths: return "filesystem.allowWriteSystemPaths";
     case F::kAllowedDomains: return "network.allowedDomains";
     case F::kDeniedDomains: return "network.deniedDomains";
     case F::kAllowUnixSockets: return "network.allowUnixSockets";
@@ -526,7 +529,8 @@ std::string SandboxPolicy::toJson() const {
   nlohmann::json j = {
       {"filesystem",
        {{"denyRead", pathListJson(fs_.denyRead)}, {"allowRead", pathListJson(fs_.allowRead)},
-        {"allowWrite", pathListJson(fs_.allowWrite)}, {"denyWrite", pathListJson(fs_.denyWrite)}}},
+        {"allowWrite", pathListJson(fs_.allowWrite)}, {"denyWrite", pathListJson(fs_.denyWrite)},
+        {"allowWriteSystemPaths", fs_.allowWriteSystemPaths}}},
       {"network",
        {{"allowedDomains", net_.allowedDomains}, {"deniedDomains", net_.deniedDomains},
         {"allowUnixSockets", pathListJson(net_.allowUnixSockets)}, {"allowAllUnixSockets", net_.allowAllUnixSockets},

@@ -55,9 +55,10 @@ std::string lexicallyNormal(std::string_view path) {
 }
 
 bool isWithin(std::string_view path, std::string_view root) noexcept {
-  if (root == "/") return true;
-  if (!path.starts_with(root)) return false;
-  return path.size() == root.size() || path[root.size()] == '/';
+  if (root.size() == 1 && root[0] == '/') return true;
+  // The component boundary first: it rejects most candidates without a memcmp.
+  if (path.size() < root.size() || (path.size() > root.size() && path[root.size()] != '/')) return false;
+  return path.substr(0, root.size()) == root;
 }
 
 const PathResolver::Entry& PathResolver::look(std::string_view path) {
@@ -107,7 +108,7 @@ std::string_view nextComponent(std::string_view& rest) {
 
 }  // namespace
 
-std::optional<std::string> PathResolver::resolve(std::string_view path) {
+std::optional<std::string> PathResolver::resolve(std::string_view path, std::vector<std::string>* links) {
   // A stack of texts still to walk: the path, then each symlink target spliced
   // in front of what remained. The views point into `path` or into cached
   // link targets (map nodes never move), so the walk allocates only `real`.
@@ -139,6 +140,7 @@ std::optional<std::string> PathResolver::resolve(std::string_view path) {
       continue;
     }
     if (++hops > 40) return std::nullopt;
+    if (links) links->push_back(real);
     real.resize(e.target.starts_with('/') ? 0 : parentSize);
     pending.push_back(e.target);
   }

@@ -29,7 +29,9 @@ bool isWithin(std::string_view path, std::string_view root) noexcept;
 // Use one resolver for one consistent pass only; it never refreshes.
 class PathResolver {
  public:
-  std::optional<std::string> resolve(std::string_view path);
+  // `links`, when given, receives the real path of every symlink followed
+  // on the way (the link itself, not its target).
+  std::optional<std::string> resolve(std::string_view path, std::vector<std::string>* links = nullptr);
 
   // What lstat() said of a real path this resolver has walked through or to.
   struct Entry {

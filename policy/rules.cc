@@ -66,7 +66,8 @@ std::string DerivedRules::toJson() const {
         {"defaultWrite", fs_.defaultWrite},
         {"denyWrite", fs_.denyWrite},
         {"denyWritePatterns", fs_.denyWritePatterns},
-        {"mandatoryDenyWrite", fs_.mandatoryDenyWrite}}},
+        {"mandatoryDenyWrite", fs_.mandatoryDenyWrite},
+        {"allowWriteSystemPaths", fs_.allowWriteSystemPaths}}},
       {"network",
        {{"allowedDomains", domainList(net_.allowedDomains)},
         {"deniedDomains", domainList(net_.deniedDomains)},
@@ -114,8 +115,10 @@ bool DerivedRules::readable(std::string_view path) const {
 }
 
 bool DerivedRules::writable(std::string_view path) const {
-  if (!anyContaining(fs_.allowWrite, path) && !anyContaining(fs_.defaultWrite, path)) return false;
-  return !anyContaining(fs_.denyWrite, path) && !anyContaining(fs_.mandatoryDenyWrite, path);
+  if (anyContaining(fs_.denyWrite, path) || anyContaining(fs_.mandatoryDenyWrite, path)) return false;
+  // The default write paths are the sandbox's own objects (/dev/null, the
+  // private TMPDIR); a host path must also be visible to be written.
+  return anyContaining(fs_.defaultWrite, path) || (anyContaining(fs_.allowWrite, path) && readable(path));
 }
 
 }  // namespace stockade

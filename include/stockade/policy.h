@@ -5,7 +5,8 @@
 // `~` and relative forms); derive() (rules.h) turns them into DerivedRules.
 //
 // JSON format (field names follow Anthropic's sandbox-runtime settings):
-//   {"filesystem": {"denyRead": [], "allowRead": [], "allowWrite": [], "denyWrite": []},
+//   {"filesystem": {"denyRead": [], "allowRead": [], "allowWrite": [], "denyWrite": [],
+//                   "allowWriteSystemPaths": false},
 //    "network": {"allowedDomains": [], "deniedDomains": [], "allowUnixSockets": [],
 //                "allowLocalBinding": false},
 //    "env": {"allow": []},
@@ -37,6 +38,7 @@ namespace detail {
 // build time): the starting value of every member below.
 struct BundledDefaults {
   std::vector<std::string> denyRead, allowRead, allowWrite, denyWrite;
+  bool allowWriteSystemPaths;
   std::vector<std::string> allowedDomains, deniedDomains, allowUnixSockets;
   bool allowAllUnixSockets;
   bool allowLocalBinding;
@@ -58,6 +60,12 @@ struct FilesystemPolicy {
   std::vector<std::string> allowRead = detail::bundledDefaults().allowRead;    // carve-outs inside denied trees
   std::vector<std::string> allowWrite = detail::bundledDefaults().allowWrite;  // the only writable trees
   std::vector<std::string> denyWrite = detail::bundledDefaults().denyWrite;    // read-only inside writable trees
+  // A writable path that is "/", lies in a system tree (/etc, /usr, /bin,
+  // /sbin, /lib*, /boot, /dev, /proc, /sys, /var except /var/tmp, /run) or
+  // is (or holds) the home directory is refused by derive() unless this is
+  // true: such a grant is almost always an accident (the default policy's
+  // "." run from /etc). Shown in the derived rules and their fingerprint.
+  bool allowWriteSystemPaths = detail::bundledDefaults().allowWriteSystemPaths;
   bool operator==(const FilesystemPolicy&) const = default;
 };
 
@@ -88,16 +96,16 @@ struct Limits {
 
 // Every field of a policy, in the order of the JSON format.
 enum class PolicyField : unsigned {
-  kDenyRead, kAllowRead, kAllowWrite, kDenyWrite,
+  kDenyRead, kAllowRead, kAllowWrite, kDenyWrite, kAllowWriteSystemPaths,
   kAllowedDomains, kDeniedDomains, kAllowUnixSockets, kAllowAllUnixSockets, kAllowLocalBinding,
   kEnvAllow,
   kMemoryBytes, kPids, kCpuSeconds, kFileSizeBytes,
 };
 inline constexpr PolicyField kAllPolicyFields[] = {
     PolicyField::kDenyRead,       PolicyField::kAllowRead,        PolicyField::kAllowWrite,
-    PolicyField::kDenyWrite,      PolicyField::kAllowedDomains,   PolicyField::kDeniedDomains,
-    PolicyField::kAllowUnixSockets, PolicyField::kAllowAllUnixSockets, PolicyField::kAllowLocalBinding,
-    PolicyField::kEnvAllow,
+    PolicyField::kDenyWrite,      PolicyField::kAllowWriteSystemPaths, PolicyField::kAllowedDomains,
+    PolicyField::kDeniedDomains,  PolicyField::kAllowUnixSockets, PolicyField::kAllowAllUnixSockets,
+    PolicyField::kAllowLocalBinding, PolicyField::kEnvAllow,
     PolicyField::kMemoryBytes,    PolicyField::kPids,             PolicyField::kCpuSeconds,
     PolicyField::kFileSizeBytes,
 };

@@ -52,6 +52,7 @@ class DerivedRules {
     std::vector<std::string> denyWrite;         // the user's own write denies (and glob matches)
     std::vector<std::string> denyWritePatterns;  // globs as written: their matches when derived are in denyWrite
     std::vector<std::string> mandatoryDenyWrite;  // rc files, .git/hooks, ... under writable trees
+    bool allowWriteSystemPaths = false;  // the policy's opt-in (policy.h): allowWrite may name system trees
     bool operator==(const Filesystem&) const = default;
   };
   struct Network {
@@ -79,8 +80,10 @@ class DerivedRules {
   // Read decision for an absolute, normalised path: the most specific
   // denyRead/allowRead entry that contains it decides; a tie denies.
   bool readable(std::string_view path) const;
-  // Write decision: inside some allowWrite/defaultWrite tree and inside no
-  // denyWrite/mandatoryDenyWrite tree (denies win at any depth).
+  // Write decision: inside no denyWrite/mandatoryDenyWrite tree (denies win
+  // at any depth), and inside some defaultWrite tree, or inside some
+  // allowWrite tree and readable (a read-denied path is masked: nothing can
+  // be written there).
   bool writable(std::string_view path) const;
 
   bool operator==(const DerivedRules&) const = default;

@@ -10,6 +10,7 @@ const char* setupStepName(SetupStep step) noexcept {
   switch (step) {
     case SetupStep::kNone: return "none";
     case SetupStep::kPrepare: return "prepare";
+    case SetupStep::kCoverage: return "coverage";
     case SetupStep::kClone: return "clone";
     case SetupStep::kStdio: return "stdio";
     case SetupStep::kSignals: return "signals";

@@ -12,6 +12,7 @@ namespace stockade::platform {
 enum class SetupStep : std::int32_t {
   kNone = 0,
   kPrepare,   // parent side, before clone
+  kCoverage,  // parent side: the plan does not enforce every rule (coverage.h)
   kClone,     // parent side: clone3 itself
   kStdio,
   kSignals,

@@ -42,8 +42,12 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   abi::LandlockRulesetAttr attr;
   const std::uint64_t rights = writeRights(plan.abi);
   attr.handledAccessFs = rights;
-  if (plan.abi >= 4)
-    attr.handledAccessNet = LANDLOCK_ACCESS_NET_CONNECT_TCP | (plan.allowTcpBind ? 0 : LANDLOCK_ACCESS_NET_BIND_TCP);
+  // With local binding allowed, a server the program starts must be
+  // reachable from the program itself on any port: neither bind nor connect
+  // is restricted, and the network namespace (loopback and the proxy
+  // listener only) still keeps everything outside unreachable.
+  if (plan.abi >= 4 && !plan.allowTcpBind)
+    attr.handledAccessNet = LANDLOCK_ACCESS_NET_CONNECT_TCP | LANDLOCK_ACCESS_NET_BIND_TCP;
   if (plan.abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
   int ruleset = abi::landlockCreateRuleset(&attr, sizeof(attr), 0);
   if (ruleset < 0) {
@@ -78,7 +82,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
       break;
     }
   }
-  if (ok && plan.abi >= 4 && plan.connectPort) {
+  if (ok && attr.handledAccessNet != 0 && plan.connectPort) {
     abi::LandlockNetPortAttr rule{LANDLOCK_ACCESS_NET_CONNECT_TCP, *plan.connectPort};
     if (abi::landlockAddRule(ruleset, LANDLOCK_RULE_NET_PORT, &rule) != 0) {
       error.add("landlock_add_rule(NET_PORT, CONNECT_TCP, port=").number(*plan.connectPort).add(")");

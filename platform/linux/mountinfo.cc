@@ -67,10 +67,14 @@ std::vector<MountEntry> parseMountInfo(std::string_view text) {
     m.superOptions = std::string(fields[dash + 3]);
     for (auto option : split(fields[5], ','))
       if (option == "ro") m.readOnly = true;
+    for (auto option : split(m.superOptions, ','))
+      if (option == "ro") m.superReadOnly = true;
     out.push_back(std::move(m));
   }
   return out;
 }
+
+std::vector<MountEntry> currentMounts() { return parseMountInfo(readAll("/proc/self/mountinfo")); }
 
 std::variant<FilesystemLocation, std::string> filesystemLocation(int fd) {
   const std::string self = "/proc/self/fd/" + std::to_string(fd);

@@ -20,12 +20,15 @@ struct MountEntry {
   std::string mountPoint;  // where, in this mount namespace
   std::string fsType;      // "ext4", "cgroup2", ...
   std::string superOptions;
-  bool readOnly = false;  // the mount's own "ro"
+  bool readOnly = false;       // the mount's own "ro"
+  bool superReadOnly = false;  // the filesystem's "ro" (super options): read-only through every mount
   int id = -1;
 };
 
 // Every well-formed line of a mountinfo text (octal escapes undone).
 std::vector<MountEntry> parseMountInfo(std::string_view text);
+// This process's mount table (empty when /proc/self/mountinfo cannot be read).
+std::vector<MountEntry> currentMounts();
 
 struct FilesystemLocation {
   std::string device;  // major:minor

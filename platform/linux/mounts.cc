@@ -4,9 +4,11 @@
 #include "platform/linux/mounts.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstring>
 
 #include "platform/linux/kernel_abi.h"
+#include "platform/linux/mountinfo.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
@@ -24,20 +27,44 @@ namespace abi = linux_abi;
 constexpr const char* kStage = "/tmp";             // private tmpfs in the child's namespace
 constexpr const char* kNewRoot = "/tmp/root";      // the child's future "/"
 constexpr const char* kEmptyFile = "/tmp/empty";   // source of file masks
-// Mount data of the tmpfs mounts that hold only empty files and directories
-// (mounts.h); the private /tmp and /dev/shm use MountPlan::tmpOptions.
+// Mount data of the tmpfs mounts that hold only empty files, directories and
+// symlinks (mounts.h); the private /tmp and /dev/shm use MountPlan::tmpOptions.
 constexpr const char* kSmallTmpfs = "mode=0755,size=4k";
 constexpr const char* kStageTmpfs = "mode=0700,size=4k";
 
-bool beneath(const std::string& path, const std::string& root) { return policy::isWithin(path, root); }
+bool beneath(std::string_view path, std::string_view root) { return policy::isWithin(path, root); }
 
-bool beneathAny(const std::string& path, const std::vector<std::string>& roots) {
+bool beneathAny(std::string_view path, const std::vector<std::string>& roots) {
   return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return beneath(path, r); });
 }
 
-// Paths the mount layer builds itself rather than binding from the host.
-bool builtInternally(const std::string& path) {
-  return beneath(path, "/dev") || beneath(path, "/proc") || path == "/tmp";
+using Op = MountPlan::Op;
+using Kind = MountPlan::Op::Kind;
+using Source = MountView::Source;
+
+// At one path: what stockade builds first, then host trees (a writable bind
+// over a carve-out of the same path), then what changes them; a mask last.
+int rank(Kind kind) {
+  switch (kind) {
+    case Kind::kPrivateTmp:
+    case Kind::kProc:
+    case Kind::kDev: return 0;
+    case Kind::kCarveOut:
+    case Kind::kLink: return 1;
+    case Kind::kWritable: return 2;
+    case Kind::kPin: return 3;
+    case Kind::kReadOnly: return 4;
+    case Kind::kMask: return 5;
+  }
+  return 6;
+}
+
+// The entries of the minimal /dev a program may write (buildDev()).
+bool devWritable(std::string_view path) {
+  for (const char* node : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+                           "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+    if (path == node) return true;
+  return beneath(path, "/dev/shm") || beneath(path, "/dev/pts") || beneath(path, "/dev/fd");
 }
 
 // --- child side: everything below is async-signal-safe -------------------
@@ -188,12 +215,49 @@ bool isDir(int fd) noexcept {
   return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildError& error) noexcept {
-  Fd dev(resolve(rootFd, "/dev"));
-  if (dev.fd < 0) {
-    error.add("openat2(newroot, \"/dev\")");
+// symlinkat(target, dir, name); O_PATH directory fds are not accepted as
+// dirfd by symlinkat on every kernel, so the /proc path of `dir` is the fallback.
+bool symlinkIn(int dirFd, const char* target, const char* name) noexcept {
+  if (::symlinkat(target, dirFd, name) == 0) return true;
+  char dir[40];
+  fdPath(dirFd, dir);
+  char full[4200];
+  if (std::strlen(dir) + 1 + std::strlen(name) + 1 > sizeof full) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  std::strcpy(full, dir);
+  std::strcat(full, "/");
+  std::strcat(full, name);
+  return ::symlink(target, full) == 0;
+}
+
+// Re-creates the symlink `path` -> `target` inside a tmpfs of the sandbox
+// (a mask or the empty root), making its parent directories there.
+bool makeLink(int rootFd, const char* path, const char* target, ChildError& error) noexcept {
+  const char* slash = std::strrchr(path, '/');
+  char parent[4096];
+  std::size_t n = static_cast<std::size_t>(slash - path);
+  if (n >= sizeof parent) {
+    errno = ENAMETOOLONG;
+    error.add("symlink(").quoted(target).add(", ").quoted(path).add(")");
     return error.fail(SetupStep::kMounts);
   }
+  std::memcpy(parent, path, n);
+  parent[n == 0 ? 1 : n] = '\0';
+  if (n == 0) parent[0] = '/';
+  Fd dir(ensure(rootFd, parent, true, error));
+  if (dir.fd < 0) return error.fail(SetupStep::kMounts);
+  if (!symlinkIn(dir.fd, target, slash + 1)) {
+    error.add("symlink(").quoted(target).add(", ").quoted(path).add(")");
+    return error.fail(SetupStep::kMounts);
+  }
+  return true;
+}
+
+bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildError& error) noexcept {
+  Fd dev(ensure(rootFd, "/dev", true, error));  // made in the empty root
+  if (dev.fd < 0) return error.fail(SetupStep::kMounts);
   if (!mountAt("tmpfs", dev.fd, "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, kSmallTmpfs, error)) return false;
   Fd top(resolve(rootFd, "/dev"));  // the fresh tmpfs
   if (top.fd < 0) {
@@ -240,19 +304,9 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
                                           {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
                                           {"/proc/self/fd/2", "stderr"}};
   for (const auto& link : kLinks) {
-    if (::symlinkat(link[0], top.fd, link[1]) != 0) {
-      // O_PATH fds cannot be used as dirfd for symlinkat on every kernel;
-      // fall back to the /proc path of the directory.
-      char dir[40];
-      fdPath(top.fd, dir);
-      char full[96];
-      std::strcpy(full, dir);
-      std::strcat(full, "/");
-      std::strcat(full, link[1]);
-      if (::symlink(link[0], full) != 0) {
-        error.add("symlink(").quoted(link[0]).add(", ").quoted("/dev/").add(link[1]).add(")");
-        return error.fail(SetupStep::kMounts);
-      }
+    if (!symlinkIn(top.fd, link[0], link[1])) {
+      error.add("symlink(").quoted(link[0]).add(", ").quoted("/dev/").add(link[1]).add(")");
+      return error.fail(SetupStep::kMounts);
     }
   }
   return setAttr(top.fd, "/dev", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false, error);
@@ -264,7 +318,6 @@ HostSnapshot HostSnapshot::take(const MountPlan& plan) {
   HostSnapshot snapshot;
   snapshot.mountTable_.reset(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
   auto add = [&snapshot](const std::string& path, bool readOnly) {
-    if (beneath(path, "/proc")) return;  // the sandbox's own /proc, not a host object
     Entry e;
     e.path = path;
     e.object.reset(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
@@ -279,11 +332,13 @@ HostSnapshot HostSnapshot::take(const MountPlan& plan) {
     }
     snapshot.entries_.push_back(std::move(e));
   };
-  for (const auto* list : {&plan.writable, &plan.pinned, &plan.carveOuts, &plan.innerMasks})
-    for (const auto& p : *list) add(p, false);
-  for (const auto* list : {&plan.readOnly, &plan.uncoverableDenyWrite})
-    for (const auto& p : *list) add(p, true);
-  for (const auto& m : plan.masks) add(m.path, false);
+  for (const auto& op : plan.ops) {
+    // The sandbox's own trees are not host objects.
+    if (op.kind == Kind::kPrivateTmp || op.kind == Kind::kProc || op.kind == Kind::kDev) continue;
+    if (beneath(op.path, "/proc")) continue;
+    add(op.path, op.kind == Kind::kReadOnly);
+  }
+  for (const auto& p : plan.uncoverableDenyWrite) add(p, true);
   return snapshot;
 }
 
@@ -306,69 +361,177 @@ bool HostSnapshot::unchanged() const {
   return true;
 }
 
+const char* mountOpName(Kind kind) noexcept {
+  switch (kind) {
+    case Kind::kPrivateTmp: return "the private /tmp";
+    case Kind::kProc: return "the sandbox's /proc";
+    case Kind::kDev: return "the sandbox's /dev";
+    case Kind::kCarveOut: return "a read-only carve-out";
+    case Kind::kLink: return "a re-created symlink";
+    case Kind::kWritable: return "a writable bind";
+    case Kind::kPin: return "a pinned directory";
+    case Kind::kReadOnly: return "a read-only bind";
+    case Kind::kMask: return "a mask";
+  }
+  return "?";
+}
+
+MountView viewAt(const MountPlan& plan, std::string_view path) {
+  MountView v;
+  v.source = plan.root == MountPlan::Root::kEmpty ? Source::kEmpty : Source::kHost;
+  v.writable = plan.root == MountPlan::Root::kHostWritable;
+  for (const auto& op : plan.ops) {
+    if (!beneath(path, op.path)) continue;
+    switch (op.kind) {
+      case Kind::kPrivateTmp: v = {Source::kPrivateTmp, true, &op}; break;
+      case Kind::kProc: v = {Source::kProc, true, &op}; break;
+      case Kind::kDev: v = {Source::kDev, devWritable(path), &op}; break;
+      case Kind::kCarveOut:
+      case Kind::kLink: v = {Source::kHost, false, &op}; break;
+      case Kind::kWritable: v = {Source::kHost, true, &op}; break;
+      case Kind::kPin: break;
+      case Kind::kReadOnly: v.writable = false; break;
+      case Kind::kMask: v = {Source::kEmpty, false, &op}; break;
+    }
+  }
+  return v;
+}
+
 MountPlan planMounts(const DerivedRules& rules) {
   const auto& fs = rules.filesystem();
+  // Writable through an allowWrite tree: the host's object, bound.
+  auto hostWritable = [&](std::string_view p) { return beneathAny(p, fs.allowWrite) && rules.writable(p); };
   MountPlan plan;
-  std::vector<std::string> writable;
+  if (!rules.readable("/")) plan.root = MountPlan::Root::kEmpty;
+  else if (hostWritable("/")) plan.root = MountPlan::Root::kHostWritable;
+
+  // Every operation the rules could need, then, in path order, those that
+  // change what the view shows where the rules need it changed. (Views of
+  // the rules' strings: only the operations taken are copied.)
+  struct Candidate {
+    Kind kind;
+    std::string_view path;
+  };
+  std::vector<Candidate> candidates = {{Kind::kProc, "/proc"}, {Kind::kDev, "/dev"}};
+  const bool hostTmp = hostWritable("/tmp");
+  if (!hostTmp) candidates.push_back({Kind::kPrivateTmp, "/tmp"});
   for (const auto* list : {&fs.allowWrite, &fs.defaultWrite})
     for (const auto& p : *list)
-      if (!builtInternally(p)) writable.push_back(p);
-  std::sort(writable.begin(), writable.end());
-  writable.erase(std::unique(writable.begin(), writable.end()), writable.end());
-  // Outer trees first; a nested writable path is already covered by its parent's bind.
-  for (const auto& p : writable)
-    if (!beneathAny(p, plan.writable)) plan.writable.push_back(p);
-
-  std::vector<std::string> denies;
-  for (const auto* list : {&fs.denyWrite, &fs.mandatoryDenyWrite})
-    for (const auto& p : *list)
-      if (beneathAny(p, plan.writable) || beneath(p, "/tmp")) denies.push_back(p);
-  std::sort(denies.begin(), denies.end());
-  denies.erase(std::unique(denies.begin(), denies.end()), denies.end());
-  for (const auto& p : denies) {
-    struct stat st;
-    if (::lstat(p.c_str(), &st) != 0) {
-      plan.uncoverableDenyWrite.push_back(p);
-      continue;
-    }
-    if (S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(p);
-    if (!beneathAny(p, plan.readOnly)) plan.readOnly.push_back(p);
-  }
-  for (const auto& p : plan.readOnly) {
-    auto root = std::find_if(plan.writable.begin(), plan.writable.end(), [&](const std::string& w) { return beneath(p, w); });
-    if (root == plan.writable.end()) continue;  // under the private /tmp: nothing to pin on the host tree
-    for (std::string a = p.substr(0, p.rfind('/')); a.size() > root->size() && beneath(a, *root);
-         a = a.substr(0, a.rfind('/')))
-      if (std::find(plan.pinned.begin(), plan.pinned.end(), a) == plan.pinned.end()) plan.pinned.push_back(a);
-  }
-  std::sort(plan.pinned.begin(), plan.pinned.end());
+      if (p != "/" && !beneath(p, "/dev") && !beneath(p, "/proc") && (p != "/tmp" || hostTmp))
+        candidates.push_back({Kind::kWritable, p});
   // The fresh /proc: kernel-wide knobs read-only, as bubblewrap and Docker do.
   // The child may be the host's uid 0, and Landlock (when the kernel has it)
   // must not be the only thing between it and kernel.core_pattern.
-  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) plan.readOnly.emplace_back(p);
+  for (const char* p : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"})
+    candidates.push_back({Kind::kReadOnly, p});
+  for (const auto* list : {&fs.denyWrite, &fs.mandatoryDenyWrite})
+    for (const auto& p : *list) candidates.push_back({Kind::kReadOnly, p});
+  for (const auto& p : fs.denyRead)
+    if (p != "/") candidates.push_back({Kind::kMask, p});
+  for (const auto& p : fs.allowRead) candidates.push_back({Kind::kCarveOut, p});
+  // An ancestor sorts first (a prefix), then by rank at one path.
+  auto inOrder = [](const auto& a, const auto& b) {
+    return a.path != b.path ? a.path < b.path : rank(a.kind) < rank(b.kind);
+  };
+  std::sort(candidates.begin(), candidates.end(), inOrder);
 
-  std::vector<std::string> reads = fs.denyRead;
-  std::sort(reads.begin(), reads.end());
-  reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
-  std::vector<std::string> outer;
-  for (const auto& p : reads)
-    if (!beneathAny(p, outer)) outer.push_back(p);
-  for (const auto& p : fs.allowRead) {
-    if (!beneathAny(p, outer)) continue;  // visible already
-    if (std::find(plan.carveOuts.begin(), plan.carveOuts.end(), p) == plan.carveOuts.end())
-      plan.carveOuts.push_back(p);
+  for (auto& c : candidates) {
+    const std::string path(c.path);
+    const MountView v = viewAt(plan, path);
+    std::string target;
+    bool take = false;
+    switch (c.kind) {
+      case Kind::kPrivateTmp:
+      case Kind::kProc:
+      case Kind::kDev: take = true; break;
+      case Kind::kWritable:
+        take = rules.writable(path) && !(v.source == Source::kHost && v.writable) &&
+               (v.source == Source::kHost || v.source == Source::kEmpty || v.source == Source::kPrivateTmp);
+        break;
+      case Kind::kReadOnly: {
+        if (!v.writable || (v.source != Source::kHost && v.source != Source::kProc)) break;
+        struct stat st;
+        if (v.source == Source::kHost && ::lstat(path.c_str(), &st) != 0) {
+          plan.uncoverableDenyWrite.push_back(path);
+          break;
+        }
+        if (v.source == Source::kHost && S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(path);
+        take = true;
+        break;
+      }
+      case Kind::kMask: take = v.source == Source::kHost || v.source == Source::kProc || v.source == Source::kDev; break;
+      case Kind::kCarveOut: {
+        if (!rules.readable(path) || v.source != Source::kEmpty) break;
+        struct stat st;
+        if (::lstat(path.c_str(), &st) != 0) break;  // nothing to show
+        if (S_ISLNK(st.st_mode)) {
+          char text[PATH_MAX];
+          ssize_t n = ::readlink(path.c_str(), text, sizeof text);
+          if (n <= 0) break;
+          c.kind = Kind::kLink;
+          target.assign(text, static_cast<std::size_t>(n));
+        }
+        take = true;
+        break;
+      }
+      case Kind::kLink:
+      case Kind::kPin: break;  // not candidates
+    }
+    if (take && (plan.ops.empty() || plan.ops.back().path != path || plan.ops.back().kind != c.kind))
+      plan.ops.push_back({c.kind, path, std::move(target)});
   }
-  std::sort(plan.carveOuts.begin(), plan.carveOuts.end());
-  for (const auto& p : outer) {
-    bool carved = std::any_of(plan.carveOuts.begin(), plan.carveOuts.end(),
-                              [&](const std::string& c) { return beneath(c, p) && c != p; });
-    plan.masks.push_back({p, carved});
+
+  // Pin the directories between each read-only deny and the writable tree it
+  // sits in: rename() and rmdir() of a mount point fail with EBUSY, so
+  // `mv .git elsewhere; mkdir -p .git/hooks` cannot swap a fresh writable
+  // tree in place of a read-only one. A pin changes no view, so adding them
+  // now leaves every decision above as it was.
+  std::vector<Op> pins;
+  for (const auto& op : plan.ops) {
+    if (op.kind != Kind::kReadOnly || beneath(op.path, "/proc")) continue;
+    std::string_view root = plan.root == MountPlan::Root::kHostWritable ? "/" : "";
+    for (const auto& w : plan.ops)
+      if (w.kind == Kind::kWritable && beneath(op.path, w.path) && w.path != op.path && w.path.size() > root.size())
+        root = w.path;
+    if (root.empty()) continue;  // under the private /tmp: nothing to pin on the host tree
+    for (std::string a = op.path.substr(0, op.path.rfind('/')); a.size() > root.size() && beneath(a, root);
+         a = a.substr(0, a.rfind('/')))
+      if (std::none_of(pins.begin(), pins.end(), [&](const Op& p) { return p.path == a; }))
+        pins.push_back({Kind::kPin, a});
   }
-  for (const auto& p : reads)
-    if (beneathAny(p, plan.carveOuts) &&
-        std::find(outer.begin(), outer.end(), p) == outer.end())
-      plan.innerMasks.push_back(p);
-  plan.scratch.assign(plan.writable.size() + plan.carveOuts.size(), -1);
+  if (!pins.empty()) {
+    plan.ops.insert(plan.ops.end(), pins.begin(), pins.end());
+    std::stable_sort(plan.ops.begin(), plan.ops.end(), inOrder);
+  }
+
+  // Where the host mounts a writable tree read-only (checkCoverage() names
+  // each): the mount holding the tree, and the mounts beneath it.
+  std::vector<std::string_view> trees;
+  if (plan.root == MountPlan::Root::kHostWritable) trees.emplace_back("/");
+  for (const auto& op : plan.ops)
+    if (op.kind == Kind::kWritable) trees.emplace_back(op.path);
+  for (const auto& t : trees) {
+    struct statvfs st;
+    if (::statvfs(std::string(t).c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) plan.readOnlyHost.emplace_back(t);
+  }
+  auto belowATree = [&](std::string_view p) {
+    return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
+  };
+  if (!trees.empty())
+    for (auto& m : currentMounts())
+      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
+          std::find(plan.readOnlyHost.begin(), plan.readOnlyHost.end(), m.mountPoint) == plan.readOnlyHost.end())
+        plan.readOnlyHost.push_back(std::move(m.mountPoint));
+
+  std::size_t slots = 0;
+  for (std::size_t i = 0; i < plan.ops.size(); ++i) {
+    Op& op = plan.ops[i];
+    if (op.kind == Kind::kWritable || op.kind == Kind::kCarveOut) ++slots;
+    if (op.kind == Kind::kMask)
+      op.sealAfter = std::any_of(plan.ops.begin() + static_cast<std::ptrdiff_t>(i) + 1, plan.ops.end(),
+                                 [&](const Op& later) { return beneath(later.path, op.path); });
+  }
+  plan.scratch.assign(slots, -1);
   const std::uint64_t ram =
       static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   plan.tmpOptions = "mode=1777,size=" + std::to_string(sandboxTmpfsBytes(rules.limits().memoryBytes, ram));
@@ -389,21 +552,22 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   }
   // 2. Detached copies of the host trees, taken before the staging tmpfs can
   //    hide anything under /tmp.
-  Fd root(abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-  if (root.fd < 0) {
-    error.add("open_tree(\"/\", OPEN_TREE_CLONE|AT_RECURSIVE)");
-    return error.fail(SetupStep::kMounts);
+  Fd root(-1);
+  if (plan.root != MountPlan::Root::kEmpty) {
+    root.fd = abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (root.fd < 0) {
+      error.add("open_tree(\"/\", OPEN_TREE_CLONE|AT_RECURSIVE)");
+      return error.fail(SetupStep::kMounts);
+    }
+    const std::uint64_t rootAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                    (plan.root == MountPlan::Root::kHostReadOnly ? MOUNT_ATTR_RDONLY : 0);
+    if (!setAttr(root.fd, "/", rootAttrs, true, error)) return false;
   }
-  if (!setAttr(root.fd, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error))
-    return false;
   int* slot = plan.scratch.data();
-  for (const auto& p : plan.writable) {
-    *slot = cloneHostTree(p.c_str(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
-    if (*slot < 0 && error.error != 0) return false;
-    ++slot;
-  }
-  for (const auto& p : plan.carveOuts) {
-    *slot = cloneHostTree(p.c_str(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
+  for (const auto& op : plan.ops) {
+    if (op.kind != Kind::kWritable && op.kind != Kind::kCarveOut) continue;
+    const std::uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op.kind == Kind::kCarveOut ? MOUNT_ATTR_RDONLY : 0);
+    *slot = cloneHostTree(op.path.c_str(), attrs, error);
     if (*slot < 0 && error.error != 0) return false;
     ++slot;
   }
@@ -424,7 +588,14 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       return error.fail(SetupStep::kMounts);
     }
   }
-  if (abi::moveMount(root.fd, "", AT_FDCWD, kNewRoot, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+  // 4. The new root: the host tree, or (denyRead "/") an empty tmpfs that
+  //    stays writable until every mount point in it is made.
+  if (plan.root == MountPlan::Root::kEmpty) {
+    if (::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
+      error.add("mount(\"tmpfs\", \"/tmp/root\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kSmallTmpfs).add(")");
+      return error.fail(SetupStep::kMounts);
+    }
+  } else if (abi::moveMount(root.fd, "", AT_FDCWD, kNewRoot, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     error.add("move_mount(tree of \"/\", \"/tmp/root\")");
     return error.fail(SetupStep::kMounts);
   }
@@ -435,62 +606,25 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   }
   const int rootFd = newRoot.fd;
 
-  // 4. Private /tmp, fresh /proc, minimal /dev.
-  {
-    Fd tmp(ensure(rootFd, "/tmp", true, error));
-    if (tmp.fd < 0) return error.fail(SetupStep::kMounts);
-    if (!mountAt("tmpfs", tmp.fd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, plan.tmpOptions.c_str(), error)) return false;
-    Fd proc(resolve(rootFd, "/proc"));
-    if (proc.fd < 0) {
-      error.add("openat2(newroot, \"/proc\")");
-      return error.fail(SetupStep::kMounts);
-    }
-    if (!mountAt("proc", proc.fd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error))
-      return false;
-    if (!plan.userCounters.sysctls.empty()) {  // before step 6 makes /proc/sys read-only
-      Fd freshProc(resolve(rootFd, "/proc"));
-      if (freshProc.fd < 0) {
-        error.add("openat2(newroot, \"/proc\") after mount");
-        return error.fail(SetupStep::kMounts);
-      }
-      if (!applyUserCounterCaps(freshProc.fd, plan.userCounters, error)) return false;
-    }
-  }
-  if (!buildDev(rootFd, plan.tmpOptions.c_str(), plan.ptsOptions.c_str(), error)) return false;
-
-  // 5. Writable binds.
-  slot = plan.scratch.data();
-  for (const auto& p : plan.writable) {
-    Fd tree(*slot++);
-    if (tree.fd < 0) continue;  // does not exist on the host
-    Fd target(ensure(rootFd, p.c_str(), isDir(tree.fd), error));
-    if (target.fd < 0) return error.fail(SetupStep::kMounts);
-    if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
-  }
-  // 6. Pin the ancestors of write denies (outermost first), then make the
-  //    denies read-only at every depth.
-  // Mounts a clone of the tree at `p` onto itself, with `attrs` added (0: as
+  // 5. Every operation, in path order (an operation lands on top of those at
+  //    its ancestors).
+  // Mounts a clone of the view at `p` onto itself, with `attrs` added (0: as
   // it is). A mount point cannot be renamed away, which is what pins it.
-  auto rebind = [&](const std::string& p, std::uint64_t attrs) -> bool {
-    Fd target(resolve(rootFd, p.c_str()));
+  auto rebind = [&](const char* p, std::uint64_t attrs) -> bool {
+    Fd target(resolve(rootFd, p));
     if (target.fd < 0) {
       if (errno == ENOENT) return true;  // not visible in the sandbox: nothing to write to
-      error.add("openat2(newroot, ").quoted(p.c_str()).add(", RESOLVE_NO_SYMLINKS)");
+      error.add("openat2(newroot, ").quoted(p).add(", RESOLVE_NO_SYMLINKS)");
       return error.fail(SetupStep::kMounts);
     }
     Fd tree(abi::openTree(target.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
     if (tree.fd < 0) {
-      error.add("open_tree(").quoted(p.c_str()).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
+      error.add("open_tree(").quoted(p).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
       return error.fail(SetupStep::kMounts);
     }
-    if (attrs != 0 && !setAttr(tree.fd, p.c_str(), attrs, true, error)) return false;
-    return attach(tree.fd, target.fd, p.c_str(), error);
+    if (attrs != 0 && !setAttr(tree.fd, p, attrs, true, error)) return false;
+    return attach(tree.fd, target.fd, p, error);
   };
-  for (const auto& p : plan.pinned)
-    if (!rebind(p, 0)) return false;
-  for (const auto& p : plan.readOnly)
-    if (!rebind(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) return false;
-  // 7. Read masks, then carve-outs, then masks inside carve-outs.
   auto mask = [&](const char* p, bool keepWritable) -> bool {
     Fd target(resolve(rootFd, p));
     if (target.fd < 0) {
@@ -512,29 +646,63 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       return false;
     return attach(empty.fd, target.fd, p, error);
   };
-  for (const auto& m : plan.masks)
-    if (!mask(m.path.c_str(), m.hasCarveOut)) return false;
-  for (const auto& p : plan.carveOuts) {
-    Fd tree(*slot++);
-    if (tree.fd < 0) continue;
-    Fd target(ensure(rootFd, p.c_str(), isDir(tree.fd), error));
+  // A host tree cloned in step 2, attached at its path (made in a tmpfs when missing).
+  auto bindClone = [&](int clone, const char* p) -> bool {
+    Fd tree(clone);
+    if (tree.fd < 0) return true;  // does not exist on the host
+    Fd target(ensure(rootFd, p, isDir(tree.fd), error));
     if (target.fd < 0) return error.fail(SetupStep::kMounts);
-    if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
+    return attach(tree.fd, target.fd, p, error);
+  };
+  slot = plan.scratch.data();
+  for (const auto& op : plan.ops) {
+    const char* p = op.path.c_str();
+    bool ok = true;
+    switch (op.kind) {
+      case Kind::kPrivateTmp: {
+        Fd tmp(ensure(rootFd, p, true, error));
+        ok = tmp.fd >= 0 ? mountAt("tmpfs", tmp.fd, p, "tmpfs", MS_NOSUID | MS_NODEV, plan.tmpOptions.c_str(), error)
+                         : error.fail(SetupStep::kMounts);
+        break;
+      }
+      case Kind::kProc: {
+        Fd proc(ensure(rootFd, p, true, error));
+        ok = proc.fd >= 0 ? mountAt("proc", proc.fd, p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error)
+                          : error.fail(SetupStep::kMounts);
+        if (ok && !plan.userCounters.sysctls.empty()) {  // before the read-only /proc/sys (a later op)
+          Fd freshProc(resolve(rootFd, p));
+          if (freshProc.fd < 0) {
+            error.add("openat2(newroot, \"/proc\") after mount");
+            return error.fail(SetupStep::kMounts);
+          }
+          ok = applyUserCounterCaps(freshProc.fd, plan.userCounters, error);
+        }
+        break;
+      }
+      case Kind::kDev: ok = buildDev(rootFd, plan.tmpOptions.c_str(), plan.ptsOptions.c_str(), error); break;
+      case Kind::kWritable:
+      case Kind::kCarveOut: ok = bindClone(*slot++, p); break;
+      case Kind::kLink: ok = makeLink(rootFd, p, op.target.c_str(), error); break;
+      case Kind::kPin: ok = rebind(p, 0); break;
+      case Kind::kReadOnly: ok = rebind(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV); break;
+      case Kind::kMask: ok = mask(p, op.sealAfter); break;
+    }
+    if (!ok) return false;
   }
-  for (const auto& m : plan.masks) {
-    if (!m.hasCarveOut) continue;
-    Fd top(resolve(rootFd, m.path.c_str()));
+  // 6. Tmpfs mounts kept writable for the mount points inside them: sealed.
+  for (const auto& op : plan.ops) {
+    if (op.kind != Kind::kMask || !op.sealAfter) continue;
+    Fd top(resolve(rootFd, op.path.c_str()));
     if (top.fd < 0) {
       if (errno == ENOENT) continue;
-      error.add("openat2(newroot, ").quoted(m.path.c_str()).add(")");
+      error.add("openat2(newroot, ").quoted(op.path.c_str()).add(")");
       return error.fail(SetupStep::kMounts);
     }
-    if (!setAttr(top.fd, m.path.c_str(), MOUNT_ATTR_RDONLY, false, error)) return false;
+    if (!setAttr(top.fd, op.path.c_str(), MOUNT_ATTR_RDONLY, false, error)) return false;
   }
-  for (const auto& p : plan.innerMasks)
-    if (!mask(p.c_str(), false)) return false;
+  if (plan.root == MountPlan::Root::kEmpty && !setAttr(rootFd, "/", MOUNT_ATTR_RDONLY, false, error)) return false;
 
-  // 8. Pivot into the new root and drop the host tree.
+  // 7. Pivot into the new root and drop the host tree.
   if (::fchdir(rootFd) != 0) {
     error.add("fchdir(\"/tmp/root\")");
     return error.fail(SetupStep::kMounts);

@@ -1,22 +1,33 @@
 // The mount layer: the child's view of the filesystem.
 //
-//   /           the host tree, read-only, nosuid, nodev, at every depth
-//   masks       an empty read-only tmpfs over every read-denied directory and
-//               an empty read-only file (from a private tmpfs, never the host)
-//               over every read-denied file; allowRead carve-outs bound back in
+//   /           the host tree, read-only, nosuid, nodev, at every depth -- or,
+//               when "/" itself is read-denied, an empty read-only tmpfs into
+//               which the allowRead carve-outs are bound (and the symlinks an
+//               allowRead entry was named through re-created)
+//   /proc       fresh, for the child's pid namespace; its kernel-wide knobs read-only
+//   /dev        tmpfs with null zero full random urandom tty, devpts (its own
+//               instance, capped at the sandbox's share of the host's ptys:
+//               user_counters.h), shm
+//   /tmp        private tmpfs -- unless /tmp itself is write-allowed, which
+//               binds the host's /tmp instead
 //   writable    read-write binds of the write-allowed trees
 //   read-only   denyWrite and mandatory denies inside them, bound read-only;
 //               their ancestors inside the writable tree pinned as mount
 //               points so they cannot be renamed away
-//   /proc       fresh, for the child's pid namespace
-//   /dev        tmpfs with null zero full random urandom tty, devpts (its own
-//               instance, capped at the sandbox's share of the host's ptys:
-//               user_counters.h), shm
-//   /tmp        private tmpfs
+//   masks       an empty read-only tmpfs over every read-denied directory and
+//               an empty read-only file (from a private tmpfs, never the host)
+//               over every read-denied file; allowRead carve-outs bound back
 // Every tmpfs has a size: /tmp and /dev/shm sandboxTmpfsBytes() each, the
-// masks, /dev and the staging tmpfs 4 KiB (they hold empty files and
-// directories only, and all but the staging one are read-only). Their pages
-// are charged to the memory cgroup of the task that writes them (cgroup.h).
+// masks, the empty root, /dev and the staging tmpfs 4 KiB (they hold empty
+// files, directories and symlinks only, and all but the staging one are
+// read-only). Their pages are charged to the memory cgroup of the task that
+// writes them (cgroup.h).
+//
+// The plan is one list of operations in path order (every operation comes
+// after those at its ancestors, so a deeper one always lands on top), built
+// by simulating the view it produces (viewAt()): an operation is planned only
+// where it changes what the rules need there. The same simulation lets
+// checkCoverage() (coverage.h) prove the plan honours every rule.
 //
 // planMounts() runs in the parent (it allocates); applyMounts() runs in the
 // child between clone and exec and is async-signal-safe. Every path is looked
@@ -28,6 +39,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "platform/linux/child_error.h"
@@ -38,27 +50,46 @@
 namespace stockade::platform {
 
 struct MountPlan {
-  struct Mask {
-    std::string path;
-    bool hasCarveOut = false;  // tmpfs stays writable until carve-outs are bound
+  // What the sandbox's "/" is.
+  enum class Root : std::uint8_t {
+    kHostReadOnly,  // the host tree, read-only (the usual case)
+    kHostWritable,  // the host tree, writable: allowWrite "/" (allowWriteSystemPaths)
+    kEmpty,         // an empty tmpfs, read-only once built: denyRead "/"
   };
-  std::vector<std::string> writable;   // rw binds, host path == sandbox path
-  std::vector<std::string> readOnly;   // denies inside writable trees, and /proc's kernel-wide knobs
-  // Directories between a writable root and a deny inside it, bound onto
-  // themselves so they are mount points: rename() and rmdir() of a mount
-  // point fail with EBUSY, so `mv .git elsewhere; mkdir -p .git/hooks` cannot
-  // swap a fresh writable tree in place of a read-only one.
-  std::vector<std::string> pinned;
-  std::vector<Mask> masks;             // outermost read denies
-  std::vector<std::string> carveOuts;  // allowRead entries inside a mask
-  std::vector<std::string> innerMasks; // read denies inside a carve-out
+  struct Op {
+    enum class Kind : std::uint8_t {
+      // Built by stockade, private to the sandbox.
+      kPrivateTmp,  // a fresh tmpfs at /tmp
+      kProc,        // a fresh proc for the sandbox's pid namespace
+      kDev,         // the minimal /dev
+      // From the host.
+      kCarveOut,    // the host tree at `path`, read-only: allowRead inside a mask
+      kLink,        // a symlink with `target` re-created inside a mask
+      kWritable,    // the host tree at `path`, read-write
+      // Over what is there.
+      kPin,         // the view at `path` bound onto itself: a mount point cannot be renamed
+      kReadOnly,    // the view at `path`, read-only at every depth
+      kMask,        // an empty read-only tmpfs (directory) or file at `path`
+    };
+    Kind kind;
+    std::string path;
+    std::string target;      // kLink: the link's text
+    bool sealAfter = false;  // kMask: kept writable until the operations inside it are in
+  };
+  Root root = Root::kHostReadOnly;
+  std::vector<Op> ops;  // in the order applied: every op after the ops at its ancestors
   // Deny-write paths inside writable trees that do not exist: no mount can
   // cover them without leaving a placeholder on the host.
   std::vector<std::string> uncoverableDenyWrite;
   // Write-denied files with more than one name: the read-only bind covers
   // this name only; another name in a writable tree reaches the same file.
   std::vector<std::string> linkedDenyWrite;
-  // Scratch for the child (one slot per writable + carve-out source); sized by
+  // Where the host mounts a writable tree read-only, so that a read-write
+  // bind still gives EROFS: a writable bind's (or the writable root's) path
+  // when the mount holding it is read-only (statvfs ST_RDONLY), and every
+  // read-only mount point beneath one (the binds carry their submounts).
+  std::vector<std::string> readOnlyHost;
+  // Scratch for the child (one slot per kWritable and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;
   // Mount data of the private /tmp and /dev/shm: "mode=1777,size=<bytes>".
@@ -70,6 +101,24 @@ struct MountPlan {
   // writable; the RLIMITs are for spawn() to apply; ptys caps /dev/pts.
   UserCounterCaps userCounters;
 };
+
+const char* mountOpName(MountPlan::Op::Kind kind) noexcept;
+
+// What the sandbox shows at a path once the plan is applied.
+struct MountView {
+  enum class Source : std::uint8_t {
+    kHost,        // the host's object (through the root, a bind or a carve-out)
+    kEmpty,       // a mask, or the empty root: nothing of the host
+    kPrivateTmp,  // the sandbox's own /tmp
+    kProc,        // the sandbox's own /proc
+    kDev,         // the sandbox's own /dev
+  };
+  Source source = Source::kHost;
+  bool writable = false;
+  const MountPlan::Op* op = nullptr;  // the operation that decided the source; nullptr: the root
+};
+// `path` absolute and lexically normal (a real path, as in the rules).
+MountView viewAt(const MountPlan& plan, std::string_view path);
 
 MountPlan planMounts(const DerivedRules& rules);
 

@@ -9,7 +9,6 @@
 // memory prepared by the parent and its own stack, and never returns.
 #include "platform/linux/spawn.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -24,7 +23,9 @@
 #include <stdexcept>
 
 #include "platform/linux/cgroup.h"
+#include "platform/linux/coverage.h"
 #include "platform/linux/fd_channel.h"
+#include "platform/linux/hidden.h"
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/landlock.h"
 #include "platform/linux/mounts.h"
@@ -457,16 +458,6 @@ void forwardSignal(int sig) noexcept {
   runInit(plan, program, error);
 }
 
-std::vector<std::string> landlockWritable(const DerivedRules& rules) {
-  std::vector<std::string> out;
-  for (const auto* list : {&rules.filesystem().allowWrite, &rules.filesystem().defaultWrite})
-    for (const auto& p : *list)
-      if (p != "/dev/stdout" && p != "/dev/stderr" && p != "/dev/stdin") out.push_back(p);
-  // Built by the mount layer, private to the sandbox.
-  for (const char* p : {"/tmp", "/dev/shm", "/dev/pts"}) out.emplace_back(p);
-  return out;
-}
-
 SpawnError parentError(SetupStep step, std::string call, int err, std::string detail = {}) {
   return SpawnError{step, std::move(call), err, std::move(detail)};
 }
@@ -525,15 +516,14 @@ std::size_t readRecord(int fd, ChildError& record) {
   return got;
 }
 
-// The failure a record (of `got` bytes) reports.
-SpawnError childFailure(ChildError& record, std::size_t got, const std::string& cwd) {
+// The failure a record (of `got` bytes) reports; with the program (after
+// launch), also what the rules hide that the failed step needed.
+SpawnError childFailure(ChildError& record, std::size_t got, const MountPlan& mounts, const ProgramRequest* program) {
   if (got == 0) return parentError(SetupStep::kPrepare, "", 0, "the sandbox's init ended without a report");
   if (got != sizeof(record)) return parentError(SetupStep::kPrepare, "", 0, "child sent a truncated error report");
   record.call[sizeof(record.call) - 1] = '\0';
   SpawnError error = parentError(static_cast<SetupStep>(record.step), record.call, record.error);
-  if (error.step == SetupStep::kWorkingDir && error.error == ENOENT && (cwd == "/tmp" || cwd.starts_with("/tmp/")))
-    error.detail = "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when "
-                   "it is write-allowed (filesystem.allowWrite)";
+  if (program) error.detail = hiddenDetail(error.step, error.error, mounts, *program);
   return error;
 }
 
@@ -569,107 +559,10 @@ std::string SpawnError::message() const {
   return out;
 }
 
-namespace {
-
-// Where the sandbox cgroup's controllers live, when the rules ask for one.
-std::optional<CgroupControllers> cgroupsFor(const DerivedRules& rules) {
-  const auto& limits = rules.limits();
-  if (limits.pids == 0 && limits.memoryBytes == 0 && limits.cpuSeconds == 0) return std::nullopt;
-  return findCgroupControllers();
-}
-
-// limits.pids, memoryBytes and cpuSeconds into `r`: the mechanism of each, or
-// the degradation that says why it is weaker.
-void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::optional<CgroupControllers>& cgroups,
-                 EnforcementReport& r) {
-  if (!cgroups) return;
-  const auto& limits = rules.limits();
-  struct Limit {
-    CgroupController controller;
-    std::uint64_t value;
-    const char* field;
-    LimitMechanism* mechanism;
-    const char* fallback;  // what enforces it without a cgroup; nullptr: nothing
-  };
-  const Limit kLimits[] = {
-      {CgroupController::kPids, limits.pids, "limits.pids", &r.pidsLimit, nullptr},
-      {CgroupController::kMemory, limits.memoryBytes, "limits.memoryBytes", &r.memoryLimit,
-       "per process only, as RLIMIT_AS: address space, so tmpfs, /dev/shm and memfd pages are outside it, and each "
-       "process of the sandbox may use the whole limit"},
-      {CgroupController::kCpu, limits.cpuSeconds, "limits.cpuSeconds", &r.cpuLimit,
-       "per process only, as RLIMIT_CPU: each process of the sandbox may use the whole limit"},
-  };
-  for (const auto& limit : kLimits) {
-    if (limit.value == 0) continue;
-    const auto& where = cgroups->of(limit.controller);
-    if (const auto* h = std::get_if<CgroupHierarchy>(&where)) {
-      *limit.mechanism = h->mechanism;
-      // A writable cgroup tree would let the program move itself out of its
-      // cgroup: any mount of the hierarchy beneath a writable tree (the binds
-      // carry their submounts) or holding one, wherever it is mounted.
-      for (const auto& w : mounts.writable)
-        for (const auto& m : h->writableMounts)
-          if (policy::isWithin(m, w) || policy::isWithin(w, m)) {
-            r.degradations.push_back(std::string(limit.field) + ": the policy makes \"" + w +
-                                     "\" writable, and with it the cgroup tree mounted at \"" + m +
-                                     "\" (" + h->ownCgroupDir + "): the program could leave its " +
-                                     cgroupControllerName(limit.controller) + " cgroup");
-            break;
-          }
-    } else if (limit.fallback) {
-      *limit.mechanism = LimitMechanism::kRlimit;
-      r.degradations.push_back(std::string(limit.field) + ": enforced " + limit.fallback + " (" +
-                               std::get<std::string>(where) + ")");
-    } else {
-      r.degradations.push_back(std::string(limit.field) + ": not enforced: " + std::get<std::string>(where));
-    }
-  }
-}
-
-// probeEnforcement() with the mount plan already made (spawning needs the
-// plan itself; planning twice cost an lstat per write-denied path).
-EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts,
-                        const std::optional<CgroupControllers>& cgroups) {
-  EnforcementReport r;
-  r.userNamespace = r.mountNamespace = r.pidNamespace = r.networkNamespace = r.ipcNamespace = r.utsNamespace = true;
-  r.cgroupNamespace = cgroupNamespaceAvailable();
-  if (!r.cgroupNamespace) r.degradations.push_back("cgroup namespace: not offered by this kernel; the child sees the host's cgroup paths");
-  r.seccomp = true;
-  r.noNewPrivs = true;
-  r.landlockAbi = landlockAbi();
-  if (r.landlockAbi == 0) {
-    r.degradations.push_back("landlock: unavailable on this kernel; writes are restricted by read-only mounts only");
-  } else {
-    r.landlockFilesystem = true;
-    r.landlockNetwork = r.landlockAbi >= 4;
-    r.landlockScopes = r.landlockAbi >= 6;
-    if (!r.landlockNetwork)
-      r.degradations.push_back("landlock: ABI " + std::to_string(r.landlockAbi) +
-                               " < 4: TCP connect is not restricted to the proxy port (the network namespace still isolates the host)");
-    if (!r.landlockScopes)
-      r.degradations.push_back("landlock: ABI " + std::to_string(r.landlockAbi) +
-                               " < 6: abstract unix sockets and signals are not scoped (the namespaces still isolate them)");
-  }
-  probeLimits(rules, mounts, cgroups, r);
-  if (mounts.userCounters.degradation) r.degradations.push_back(*mounts.userCounters.degradation);
-  // allowAllUnixSockets asks for exactly what seccomp then allows; a list of paths asks for less.
-  if (!rules.network().allowUnixSockets.empty() && !rules.network().allowAllUnixSockets)
-    r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
-                             "in the sandbox can be connected to, not only the listed ones");
-  for (const auto& p : mounts.uncoverableDenyWrite)
-    r.degradations.push_back("filesystem: write-denied path \"" + p +
-                             "\" does not exist; its creation cannot be prevented without a placeholder on the host");
-  for (const auto& p : mounts.linkedDenyWrite)
-    r.degradations.push_back("filesystem: write-denied file \"" + p +
-                             "\" has other hard links; only this name is read-only, the file stays writable through "
-                             "the others");
-  return r;
-}
-
-}  // namespace
-
 EnforcementReport probeEnforcement(const SpawnRequest& request) {
-  return probe(request.rules, planMounts(request.rules), cgroupsFor(request.rules));
+  SandboxPlan plan = planSandbox(request.rules, request.proxyPort);
+  for (const auto& g : plan.uncovered) plan.report.degradations.push_back("not enforced, the spawn would be refused: " + g.text());
+  return plan.report;
 }
 
 PreparedSandbox::~PreparedSandbox() { discard(); }
@@ -701,22 +594,22 @@ bool PreparedSandbox::matchesHost() const { return host_.unchanged(); }
 std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request, bool keep) {
   PreparedSandbox sandbox;
   Child& child = sandbox.child_;
-  sandbox.mounts_ = planMounts(request.rules);
-  const auto cgroups = cgroupsFor(request.rules);
-  child.enforcement = probe(request.rules, sandbox.mounts_, cgroups);
+  SandboxPlan plan = planSandbox(request.rules, request.proxyPort);
+  if (!plan.uncovered.empty()) {
+    std::string gaps;
+    for (const auto& g : plan.uncovered) gaps += (gaps.empty() ? "" : "; ") + g.text();
+    return parentError(SetupStep::kCoverage, "", 0, "refusing to run: the sandbox would not enforce " + gaps);
+  }
+  sandbox.mounts_ = std::move(plan.mounts);
+  child.enforcement = std::move(plan.report);
   if (!child.enforcement.degradations.empty() && request.onMissingLayer == OnMissingLayer::kRefuse)
     return parentError(SetupStep::kPrepare, "", 0,
                        "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
 
   // --- everything that allocates happens here, before clone ---
   std::vector<UniqueFd> cgroupTasks;  // cgroup v1: joined by the child itself
-  const auto& limits = request.rules.limits();
-  auto inCgroup = [](LimitMechanism m) { return m == LimitMechanism::kCgroup2 || m == LimitMechanism::kCgroupV1; };
-  const CgroupLimits cgroupLimits{inCgroup(child.enforcement.pidsLimit) ? limits.pids : 0,
-                                  inCgroup(child.enforcement.memoryLimit) ? limits.memoryBytes : 0,
-                                  inCgroup(child.enforcement.cpuLimit) ? limits.cpuSeconds : 0};
-  if (cgroupLimits.any()) {
-    auto prepared = prepareSandboxCgroup(*cgroups, cgroupLimits);
+  if (plan.cgroupLimits.any()) {
+    auto prepared = prepareSandboxCgroup(*plan.cgroups, plan.cgroupLimits);
     if (auto* e = std::get_if<std::string>(&prepared)) return parentError(SetupStep::kCgroup, "", 0, *e);
     auto& [cgroup, tasks] = std::get<PreparedCgroup>(prepared);
     child.enforcement.pidsCgroup = cgroup.pathOf(CgroupController::kPids);
@@ -725,12 +618,8 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     child.cgroup = std::move(cgroup);
     cgroupTasks = std::move(tasks);
   }
-  child.fileSizeBytes = limits.fileSizeBytes;
-  LandlockPlan landlock;
-  landlock.abi = child.enforcement.landlockAbi;
-  landlock.writable = landlockWritable(request.rules);
-  landlock.connectPort = request.proxyPort;
-  landlock.allowTcpBind = request.rules.network().allowLocalBinding;
+  child.fileSizeBytes = plan.limits.fileSizeBytes;  // the fallocate() check (coverage.h)
+  const LandlockPlan& landlock = plan.landlock;
 
   int errorPipe[2];
   if (::pipe2(errorPipe, O_CLOEXEC) != 0)
@@ -769,33 +658,24 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     }
   }
 
-  ChildPlan plan;
-  plan.errorFd = errorWrite.get();
-  plan.statusFd = statusWrite.get();
-  plan.channelFd = channelChild.get();
-  plan.commandFd = commandChild.get();
-  for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) plan.cgroupTasks[i] = cgroupTasks[i].get();
-  for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
-  plan.newSession = request.newSession;
-  plan.terminal = request.stdio == Stdio::kTerminal;
-  plan.terminalCols = request.terminalSize.cols;
-  plan.terminalRows = request.terminalSize.rows;
-  plan.uid = ::geteuid();
-  plan.gid = ::getegid();
-  plan.proxyPort = request.proxyPort;
-  plan.mounts = &sandbox.mounts_;
-  plan.landlock = &landlock;
-  plan.seccomp = &seccompProgram({.allowUnixSockets = request.rules.network().unixSocketsAllowed(),
-                                  .limitFileSize = limits.fileSizeBytes != 0});
-  // The rlimits stand in for a cgroup only where none is usable (a degradation says so).
-  const auto& shares = sandbox.mounts_.userCounters;
-  plan.limits = {.cpuSeconds = child.enforcement.cpuLimit == LimitMechanism::kRlimit ? limits.cpuSeconds : 0,
-                 .fileSizeBytes = limits.fileSizeBytes,
-                 .addressSpace = child.enforcement.memoryLimit == LimitMechanism::kRlimit ? limits.memoryBytes : 0,
-                 .processes = shares.processes,
-                 .pendingSignals = shares.pendingSignals,
-                 .messageQueueBytes = shares.messageQueueBytes,
-                 .lockedBytes = shares.lockedBytes};
+  ChildPlan childPlan;
+  childPlan.errorFd = errorWrite.get();
+  childPlan.statusFd = statusWrite.get();
+  childPlan.channelFd = channelChild.get();
+  childPlan.commandFd = commandChild.get();
+  for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) childPlan.cgroupTasks[i] = cgroupTasks[i].get();
+  for (int i = 0; i < 3; ++i) childPlan.stdioFds[i] = childStdio[i].get();
+  childPlan.newSession = request.newSession;
+  childPlan.terminal = request.stdio == Stdio::kTerminal;
+  childPlan.terminalCols = request.terminalSize.cols;
+  childPlan.terminalRows = request.terminalSize.rows;
+  childPlan.uid = ::geteuid();
+  childPlan.gid = ::getegid();
+  childPlan.proxyPort = request.proxyPort;
+  childPlan.mounts = &sandbox.mounts_;
+  childPlan.landlock = &landlock;
+  childPlan.seccomp = &seccompProgram(plan.seccomp);
+  childPlan.limits = plan.limits;
   if (keep) sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
 
   int pidfd = -1;
@@ -811,7 +691,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   {
     SignalBlock block;
     pid = abi::clone3(&args);
-    if (pid == 0) childMain(plan);  // never returns
+    if (pid == 0) childMain(childPlan);  // never returns
   }
   if (pid < 0) {
     const int err = errno;
@@ -836,7 +716,7 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
   std::size_t got = readRecord(errors_.get(), record);
   if (got != sizeof(record) || record.step != static_cast<std::int32_t>(SetupStep::kNone)) {
     discard();
-    return childFailure(record, got, "");
+    return childFailure(record, got, mounts_, nullptr);
   }
   ready_ = true;
   if (proxy_) {
@@ -876,6 +756,13 @@ std::variant<Child, SpawnError> launch(PreparedSandbox&& prepared, const Program
   validate(program);
   const std::string message = encodeProgram(program);
   PreparedSandbox sandbox = std::move(prepared);  // used up, whatever happens
+  // A working directory the rules hide would be an empty mask, or missing:
+  // refused here, naming the entry, rather than run in nothing.
+  if (auto mask = maskOf(sandbox.mounts_, policy::lexicallyNormal(program.cwd)); !mask.empty()) {
+    sandbox.discard();
+    return parentError(SetupStep::kWorkingDir, "chdir(\"" + program.cwd + "\")", ENOENT,
+                       hiddenCwdDetail(program.cwd, mask));
+  }
   // Sent before the ready record is read when spawn() did not wait for it:
   // the socket holds the program until the init asks for it.
   const int sendError = sendAll(sandbox.command_.get(), message);
@@ -885,7 +772,7 @@ std::variant<Child, SpawnError> launch(PreparedSandbox&& prepared, const Program
   ChildError record;
   if (std::size_t got = readRecord(sandbox.errors_.get(), record); got != 0) {
     sandbox.discard();
-    return childFailure(record, got, program.cwd);
+    return childFailure(record, got, sandbox.mounts_, &program);
   }
   if (sendError != 0) {  // exec'd without its program cannot happen; kept as the protocol's check
     sandbox.discard();

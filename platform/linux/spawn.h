@@ -28,6 +28,7 @@
 #include "platform/linux/mounts.h"
 #include "platform/linux/process.h"
 #include "platform/linux/pty.h"
+#include "platform/linux/sandbox_plan.h"
 #include "platform/linux/seccomp_notify.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
@@ -82,37 +83,10 @@ struct SpawnRequest {
   ProgramRequest program() const { return {argv, cwd, env}; }
 };
 
-// Which layers are active for one child.
-struct EnforcementReport {
-  bool userNamespace = false;
-  bool mountNamespace = false;
-  bool pidNamespace = false;
-  bool networkNamespace = false;
-  bool ipcNamespace = false;
-  bool utsNamespace = false;
-  bool cgroupNamespace = false;
-  int landlockAbi = 0;            // 0: Landlock not applied
-  bool landlockFilesystem = false;
-  bool landlockNetwork = false;   // ABI >= 4: TCP connect restricted to the proxy port
-  bool landlockScopes = false;    // ABI >= 6: abstract unix sockets and signals scoped
-  bool seccomp = false;
-  bool noNewPrivs = false;
-  // limits.pids, limits.memoryBytes, limits.cpuSeconds: what enforces each
-  // for the whole sandbox (cgroup.h). kNone when the limit is not asked for,
-  // or (pids) when no cgroup is usable; kRlimit: memoryBytes and cpuSeconds
-  // fell back to per-process RLIMIT_AS / RLIMIT_CPU. Both are degradations
-  // that say why.
-  LimitMechanism pidsLimit = LimitMechanism::kNone;
-  LimitMechanism memoryLimit = LimitMechanism::kNone;
-  LimitMechanism cpuLimit = LimitMechanism::kNone;
-  // spawn() only: the sandbox cgroup directory of each limit enforced by one
-  // (one directory may hold several), removed once the sandbox has exited.
-  std::string pidsCgroup, memoryCgroup, cpuCgroup;
-  // Each entry says what is weaker than the rules call for, and why.
-  std::vector<std::string> degradations;
-};
 
-// What the request would get on this kernel, without spawning.
+// What the request would get on this kernel, without spawning. Entries the
+// plan would not enforce (the spawn would be refused) are listed among the
+// degradations, starting "not enforced, the spawn would be refused".
 EnforcementReport probeEnforcement(const SpawnRequest& request);
 
 struct Child {
@@ -125,7 +99,8 @@ struct Child {
   // proxyPort set: listening sockets on 127.0.0.1:<port> and [::1]:<port>
   // inside the child's network namespace (IPv4 first); accept() on them from
   // the supervisor. Landlock lets the child connect() over TCP to that port
-  // only. Without proxyPort the child has loopback only.
+  // only (any port of its own loopback with network.allowLocalBinding).
+  // Without proxyPort the child has loopback only.
   std::vector<UniqueFd> proxyListeners;
   EnforcementReport enforcement;
   // The seccomp filter's listener: denied calls wait here for an answer.
@@ -156,7 +131,9 @@ struct SpawnError {
 };
 
 // Caller bugs (empty argv, relative cwd, env entries without '=') throw
-// std::invalid_argument. Everything else is a SpawnError.
+// std::invalid_argument. Everything else is a SpawnError -- among them a
+// plan that does not enforce every rule (SetupStep::kCoverage, naming each
+// entry; coverage.h) and a working directory the rules hide (kWorkingDir).
 // spawn() is launch(prepare()) without waiting in between.
 std::variant<Child, SpawnError> spawn(const SpawnRequest& request);
 std::variant<Child, SpawnError> spawn(const SandboxRequest& sandbox, const ProgramRequest& program);

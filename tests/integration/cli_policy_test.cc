@@ -78,7 +78,8 @@ TEST_F(CliPolicyTest, DeriveShowsWhereEachValueCameFromAndOmittedFieldsKeepTheDe
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["sources"], nlohmann::json::parse(R"({
     "filesystem.denyRead": "default", "filesystem.allowRead": "default", "filesystem.allowWrite": "default",
-    "filesystem.denyWrite": "default", "network.allowedDomains": "file", "network.deniedDomains": "default",
+    "filesystem.denyWrite": "default", "filesystem.allowWriteSystemPaths": "default",
+    "network.allowedDomains": "file", "network.deniedDomains": "default",
     "network.allowUnixSockets": "default", "network.allowAllUnixSockets": "default",
     "network.allowLocalBinding": "default", "env.allow": "file",
     "limits.memoryBytes": "default", "limits.pids": "default", "limits.cpuSeconds": "default",
@@ -90,14 +91,30 @@ TEST_F(CliPolicyTest, DeriveShowsWhereEachValueCameFromAndOmittedFieldsKeepTheDe
   EXPECT_EQ(j["rules"]["env"]["allow"], nlohmann::json::array());
 }
 
+TEST_F(CliPolicyTest, DeriveRefusesAWritableSystemDirectoryAndShowsTheOptIn) {
+  std::string p = policy("p.json", R"({"filesystem":{"allowWrite":["."],"denyRead":[]}})");
+  auto refused = cli({"policy", "derive", p, "--cwd", "/etc"});
+  EXPECT_EQ(refused.exitCode, 2);
+  EXPECT_NE(refused.err.find("filesystem.allowWrite[0]: \".\" resolves to \"/etc\", the system directory \"/etc\""),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos) << refused.err;
+  std::string opted = policy("opted.json", R"({"filesystem":{"allowWrite":["."],"denyRead":[],"allowWriteSystemPaths":true}})");
+  auto shown = cli({"policy", "derive", opted, "--cwd", "/etc"});
+  ASSERT_EQ(shown.exitCode, 0) << shown.err;
+  auto j = nlohmann::json::parse(shown.out);
+  EXPECT_EQ(j["rules"]["filesystem"]["allowWriteSystemPaths"], true);
+  EXPECT_EQ(j["rules"]["filesystem"]["allowWrite"], nlohmann::json::array({"/etc"}));
+}
+
 TEST_F(CliPolicyTest, NarrowerExitCodes) {
   std::string base = policy("base.json", R"({"filesystem":{"allowWrite":["/tmp"]},"network":{"allowedDomains":["*.github.com"]}})");
   std::string narrow = policy("narrow.json", R"({"filesystem":{"allowWrite":["/tmp/x"]},"network":{"allowedDomains":["api.github.com"]}})");
-  std::string wide = policy("wide.json", R"({"filesystem":{"allowWrite":["/tmp","/etc"]},"network":{"allowedDomains":["*.github.com"]}})");
+  std::string wide = policy("wide.json", R"({"filesystem":{"allowWrite":["/tmp","/srv/data"]},"network":{"allowedDomains":["*.github.com"]}})");
   EXPECT_EQ(cli({"policy", "narrower", base, narrow}).exitCode, 0);
   auto r = cli({"policy", "narrower", base, wide});
   EXPECT_EQ(r.exitCode, 3);
-  EXPECT_NE(r.err.find("filesystem.allowWrite: \"/etc\" is not inside any writable path of the base policy"),
+  EXPECT_NE(r.err.find("filesystem.allowWrite: \"/srv/data\" is not inside any writable path of the base policy"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(cli({"policy", "narrower", base, policy("bad.json", "{")}).exitCode, 2);

@@ -153,7 +153,7 @@ TEST_F(CliUxTest, CheckJsonGivesTheOutcomeAsOneObject) {
 TEST_F(CliUxTest, NarrowerJsonGivesTheVerdictAndTheWidening) {
   std::string base = file("base.json", R"({"filesystem": {"allowWrite": ["/var/tmp"]}, "network": {"allowedDomains": ["*.github.com"]}})");
   std::string narrow = file("narrow.json", R"({"filesystem": {"allowWrite": ["/var/tmp/x"]}, "network": {"allowedDomains": ["api.github.com"]}})");
-  std::string wide = file("wide.json", R"({"filesystem": {"allowWrite": ["/var/tmp", "/etc"]}, "network": {"allowedDomains": ["*.github.com"]}})");
+  std::string wide = file("wide.json", R"({"filesystem": {"allowWrite": ["/var/tmp", "/srv/data"]}, "network": {"allowedDomains": ["*.github.com"]}})");
   auto yes = cli({"policy", "narrower", base, narrow, "--json"});
   EXPECT_EQ(yes.exitCode, 0) << yes.err;
   EXPECT_EQ(nlohmann::json::parse(yes.out),
@@ -162,8 +162,8 @@ TEST_F(CliUxTest, NarrowerJsonGivesTheVerdictAndTheWidening) {
   EXPECT_EQ(no.exitCode, 3);
   EXPECT_EQ(nlohmann::json::parse(no.out)["widening"],
             nlohmann::json({{"axis", "filesystem.allowWrite"},
-                            {"entry", "/etc"},
-                            {"message", "filesystem.allowWrite: \"/etc\" is not inside any writable path of the base policy"}}));
+                            {"entry", "/srv/data"},
+                            {"message", "filesystem.allowWrite: \"/srv/data\" is not inside any writable path of the base policy"}}));
   auto invalid = cli({"policy", "narrower", base, file("x.json", "{"), "--json"});
   EXPECT_EQ(invalid.exitCode, 2);
   EXPECT_EQ(nlohmann::json::parse(invalid.out)["valid"], false);

@@ -61,6 +61,23 @@ TEST_F(RunCliTest, AMissingProgramExits127AndANonExecutableOne126) {
   EXPECT_NE(notExec.err.find("EACCES"), std::string::npos) << notExec.err;
 }
 
+TEST_F(RunCliTest, TheDefaultPolicysDotInASystemDirectoryIsRefusedNamingTheEntryAndTheFix) {
+  // The default policy writes to ".": from /etc that would be the host's
+  // configuration, from / every path (which the mounts cannot honour anyway).
+  for (std::string cwd : {"/etc", "/"}) {
+    const std::string target = (cwd == "/" ? "" : cwd) + "/stockade-owned-" + std::to_string(::getpid());
+    auto r = runProcess(run({"--cwd", cwd, "--", "/bin/touch", target}));
+    EXPECT_EQ(r.exitCode, 125) << cwd << ": " << r.err;
+    EXPECT_NE(r.err.find("filesystem.allowWrite[0]: \".\" resolves to \"" + cwd + "\""), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("allowWriteSystemPaths"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(target)) << target;
+  }
+  // The allowed neighbour: the same program from a project directory writes.
+  auto ok = runProcess(run({"--cwd", dir_, "--", "/bin/touch", dir_ + "/made"}));
+  EXPECT_EQ(ok.exitCode, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/made"));
+}
+
 TEST_F(RunCliTest, ATimeoutKillsTheWholeSandboxAndExits124) {
   // A background grandchild would keep a pipe open if it survived: the run
   // returning at all shows the whole process tree died.

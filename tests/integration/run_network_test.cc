@@ -123,8 +123,8 @@ TEST_F(RunNetworkTest, AChildHoldingTooManyIdleProxyConnectionsIsRefusedNamingTh
 
 TEST_F(RunNetworkTest, EnvCannotOverrideTheProxyVariables) {
   std::string policy = t_.file("p.json", R"({"network":{"allowedDomains":["origin.test"]}})");
-  auto r = testing::runProcess({testing::stockadeBinary(), "run", "--policy", policy, "--env", "HTTPS_PROXY=http://evil:1",
-                                "--", "/bin/true"});
+  auto r = testing::runProcess({testing::stockadeBinary(), "run", "--policy", policy, "--cwd", t_.path(), "--env",
+                                "HTTPS_PROXY=http://evil:1", "--", "/bin/true"});
   EXPECT_EQ(r.exitCode, 125);
   EXPECT_NE(r.err.find("HTTPS_PROXY"), std::string::npos) << r.err;
   auto shown = run("echo \"$HTTP_PROXY $ALL_PROXY\"");

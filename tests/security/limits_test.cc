@@ -97,6 +97,7 @@ TEST_F(PidsLimitEscapeTest, AWritableCgroupTreeMakesThePidsLimitADegradationNotA
   // A policy that write-allows the cgroup tree: the program could move itself
   // out ("echo 0 > .../tasks"), so the limit must not be claimed as enforced.
   policy["filesystem"]["allowWrite"].push_back("/sys/fs/cgroup");
+  policy["filesystem"]["allowWriteSystemPaths"] = true;
   auto r = run({"fork-until-fail", "3"});
   EXPECT_NE(r.err.find("could leave its pids cgroup"), std::string::npos) << r.err;
   // The default policy's tree (workspace only) gets no such warning.

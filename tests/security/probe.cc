@@ -458,6 +458,30 @@ int runOp(int argc, char** argv) {
   }
   if (op == "tcp") return connectTo(SOCK_STREAM, arg(2), std::atoi(arg(3)), std::string_view(arg(4)) == "reply");
   if (op == "udp") return connectTo(SOCK_DGRAM, arg(2), std::atoi(arg(3)), false);
+  if (op == "tcp-self") {  // a TCP server bound on the sandbox's loopback, reached by a client process there
+    int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    if (::bind(server, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return result(-1, "bind");
+    if (::listen(server, 1) != 0) return result(-1, "listen");
+    ::getsockname(server, reinterpret_cast<sockaddr*>(&sa), &len);
+    pid_t client = ::fork();
+    if (client == 0) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) ::_exit(result(-1, "connect"));
+      ::_exit(::send(fd, "x", 1, 0) == 1 ? 0 : result(-1, "send"));
+    }
+    int status = 0;
+    ::waitpid(client, &status, 0);  // a connect either queued in the backlog or failed: no waiting on accept
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    int conn = ::accept4(server, nullptr, nullptr, SOCK_CLOEXEC);
+    char c = 0;
+    if (conn < 0 || ::recv(conn, &c, 1, 0) != 1 || c != 'x') return result(-1, "accept/recv");
+    std::printf("served\n");
+    return 0;
+  }
   if (op == "udp-self") {  // a UDP round trip inside the sandbox's own loopback
     int a = ::socket(AF_INET, SOCK_DGRAM, 0), b = ::socket(AF_INET, SOCK_DGRAM, 0);
     sockaddr_in sa = {};

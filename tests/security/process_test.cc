@@ -261,6 +261,31 @@ TEST_F(ProcessEscapeTest, DirectUdpToHostLoopbackNeverArrivesWhileLoopbackInside
   EXPECT_EQ(inside.exitCode, 0) << inside.err;
 }
 
+TEST_F(ProcessEscapeTest, WithLocalBindingAServerInTheSandboxIsReachableFromItWhileTheHostStaysUnreachable) {
+  HostListener host(SOCK_STREAM);
+  // With and without allowed domains (the proxy's port is then the only
+  // connect destination Landlock knows of).
+  for (const auto& domains : {nlohmann::json::array(), nlohmann::json::array({"example.com"})}) {
+    policy["network"] = {{"allowedDomains", domains}, {"allowUnixSockets", nlohmann::json::array()},
+                         {"allowLocalBinding", true}};
+    auto served = probe({"tcp-self"});
+    EXPECT_EQ(served.exitCode, 0) << domains.dump() << ": " << served.err;
+    EXPECT_EQ(served.out, "served\n");
+    auto toHost = probe({"tcp", "127.0.0.1", std::to_string(host.port())});
+    EXPECT_NE(toHost.exitCode, 0) << "the host's loopback is another network namespace";
+    EXPECT_NE(toHost.out.find("errno=ECONNREFUSED"), std::string::npos) << toHost.out << toHost.err;
+    EXPECT_FALSE(host.somethingArrived());
+  }
+  // Without local binding the server cannot even bind.
+  policy["network"] = {{"allowedDomains", nlohmann::json::array()}, {"allowUnixSockets", nlohmann::json::array()},
+                       {"allowLocalBinding", false}};
+  auto refused = probe({"tcp-self"});
+  EXPECT_NE(refused.exitCode, 0);
+  if (platform::landlockAbi() >= 4) {
+    EXPECT_NE(refused.out.find("errno=EACCES"), std::string::npos) << refused.out;
+  }
+}
+
 TEST_F(ProcessEscapeTest, TheChildHoldsNoCapabilitiesAndNoNewPrivs) {
   auto r = probe({"cat", "/proc/self/status"});
   ASSERT_EQ(r.exitCode, 0) << r.err;

@@ -17,6 +17,7 @@
 #include "src/audit/file_sink.h"
 #include "src/audit/log.h"
 #include "src/audit/proxy_event.h"
+#include "tests/support/private_mounts.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
@@ -226,36 +227,11 @@ TEST_F(AuditFileTest, APathInsideAWritableTreeIsRefusedNamingTheTree) {
 // be set up.
 std::string openUnderBind(const std::string& bindSource, const std::string& bindTarget, const std::string& auditPath,
                           const std::vector<std::string>& trees) {
-  int report[2];
-  if (::pipe(report) != 0) return "SETUP: pipe";
-  const uid_t uid = ::getuid();
-  const gid_t gid = ::getgid();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(report[0]);
-    auto say = [&](const std::string& text) {
-      (void)!::write(report[1], text.data(), text.size());
-      ::_exit(0);
-    };
-    if (::unshare(uid == 0 ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS) != 0) say("SETUP: unshare");
-    if (uid != 0) {
-      std::ofstream("/proc/self/setgroups") << "deny";
-      std::ofstream("/proc/self/uid_map") << uid << " " << uid << " 1";
-      std::ofstream("/proc/self/gid_map") << gid << " " << gid << " 1";
-    }
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) say("SETUP: mount private");
-    if (::mount(bindSource.c_str(), bindTarget.c_str(), nullptr, MS_BIND, nullptr) != 0) say("SETUP: bind");
+  return stockade::testing::inPrivateMounts([&]() -> std::string {
+    if (::mount(bindSource.c_str(), bindTarget.c_str(), nullptr, MS_BIND, nullptr) != 0) return "SETUP: bind";
     auto opened = FileSink::open(auditPath, trees);
-    say(std::holds_alternative<std::string>(opened) ? std::get<std::string>(opened) : "");
-  }
-  ::close(report[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(report[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return out;
+    return std::holds_alternative<std::string>(opened) ? std::get<std::string>(opened) : "";
+  });
 }
 
 TEST_F(AuditFileTest, AWritableTreeReachedThroughABindMountIsRefusedToo) {

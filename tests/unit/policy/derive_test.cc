@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,9 +9,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "stockade/rules.h"
+#include "tests/support/private_mounts.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade {
@@ -149,10 +152,119 @@ TEST_F(DeriveTest, NamingADeniedFileTwiceDoesNotCountAsDenyingItsOtherLink) {
 
 TEST_F(DeriveTest, SymlinksAfterAMissingComponentAndDotDotAreStillFollowed) {
   t_.symlink("/etc", "work/link");
-  auto r = deriveOk(R"({"filesystem":{"allowWrite":["nonexistent/../link"]}})");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["nonexistent/../link"],"allowWriteSystemPaths":true}})");
   // The kernel would refuse the path (ENOENT) today and follow the link once
   // the directory exists: the rule is about /etc either way.
   EXPECT_EQ(r.filesystem().allowWrite, std::vector<std::string>{"/etc"});
+}
+
+// A writable "/", system tree or home directory is refused at derivation,
+// naming the entry and both fixes, unless the policy opts in by name.
+struct SystemPathCase {
+  const char* name;
+  std::string entry;  // as written in allowWrite; "." with `cwd`
+  std::string cwd;    // empty: the test's work directory
+  std::string what;   // expected in the message
+};
+void PrintTo(const SystemPathCase& c, std::ostream* os) { *os << c.name; }
+
+class SystemPathTest : public DeriveTest, public ::testing::WithParamInterface<SystemPathCase> {};
+
+TEST_P(SystemPathTest, IsRefusedNamingTheEntryAndTheOptIn) {
+  const auto& c = GetParam();
+  DeriveContext context = ctx();
+  if (!c.cwd.empty()) context.cwd = c.cwd;
+  nlohmann::json policy = {{"filesystem", {{"allowWrite", {"/srv/data", c.entry}}}}};
+  auto r = derive(SandboxPolicy::fromJson(policy.dump()), context);
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << c.entry;
+  const auto& e = std::get<PolicyError>(r);
+  EXPECT_EQ(e.path, "filesystem.allowWrite[1]");
+  EXPECT_NE(e.message.find(c.what), std::string::npos) << e.text();
+  EXPECT_NE(e.message.find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos) << e.text();
+  EXPECT_NE(e.message.find("Name a narrower directory"), std::string::npos) << e.text();
+
+  // With "/" opted in, derive() would scan the whole filesystem for mandatory
+  // denies (seconds); the opt-in is the same test for every entry.
+  if (c.cwd == "/") return;
+  policy["filesystem"]["allowWriteSystemPaths"] = true;
+  auto opted = derive(SandboxPolicy::fromJson(policy.dump()), context);
+  ASSERT_TRUE(std::holds_alternative<DerivedRules>(opted)) << std::get<PolicyError>(opted).text();
+  EXPECT_TRUE(std::get<DerivedRules>(opted).filesystem().allowWriteSystemPaths);
+  EXPECT_NE(std::get<DerivedRules>(opted).toJson().find("\"allowWriteSystemPaths\":true"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EverySystemTree, SystemPathTest,
+    ::testing::Values(SystemPathCase{"TheRootFromTheCwd", ".", "/", "\".\" resolves to \"/\", the whole filesystem"},
+                      SystemPathCase{"EtcFromTheCwd", ".", "/etc", "\".\" resolves to \"/etc\", the system directory \"/etc\""},
+                      SystemPathCase{"InsideEtc", "/etc/cron.d", "", "inside the system directory \"/etc\""},
+                      SystemPathCase{"Usr", "/usr/local", "", "\"/usr\""},
+                      SystemPathCase{"BinThroughItsLink", "/bin", "", "system directory"},
+                      SystemPathCase{"Lib64", "/lib64", "", "system directory"},
+                      SystemPathCase{"Boot", "/boot", "", "\"/boot\""},
+                      SystemPathCase{"Dev", "/dev/shm", "", "\"/dev\""},
+                      SystemPathCase{"Proc", "/proc/sys", "", "\"/proc\""},
+                      SystemPathCase{"Sys", "/sys/fs/cgroup", "", "\"/sys\""},
+                      SystemPathCase{"Var", "/var/lib/dpkg", "", "\"/var\""},
+                      SystemPathCase{"Run", "/run/user", "", "\"/run\""},
+                      SystemPathCase{"TheHomeItself", "~", "", "the home directory itself"},
+                      SystemPathCase{"AboveTheHome", "..", "", "holding the home directory"}));
+
+TEST_F(DeriveTest, VarTmpTmpAndProjectDirectoriesStayWritableWithoutTheOptIn) {
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp/x","/tmp","~/proj","/srv/data","."]}})");
+  EXPECT_FALSE(r.filesystem().allowWriteSystemPaths);
+  EXPECT_TRUE(r.writable("/var/tmp/x/y"));
+  EXPECT_TRUE(r.writable(home_ + "/proj/a"));
+  // /var/tmp itself (this test's home lies under it, so look from another home).
+  DeriveContext elsewhere = ctx();
+  elsewhere.home = "/srv/nobody";
+  EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp"]}})", elsewhere).writable("/var/tmp/y"));
+}
+
+// A system tree mounted a second time (the host's "/" at "/host" in a
+// container) is judged as the directory it is, not by its name. The mounts
+// are made in a child's own mount namespace (tests/support/private_mounts.h).
+TEST_F(DeriveTest, ASystemTreeUnderAnotherNameIsRefusedWhileAProjectUnderItStaysWritable) {
+  const std::string host = t_.dir("host"), etc = t_.dir("etc-again");
+  const std::vector<std::string> entries = {host, host + "/etc/cron.d", etc, host + home_, host + work_};
+  const std::string report = testing::inPrivateMounts([&]() -> std::string {
+    if (::mount("/", host.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
+        ::mount("/etc", etc.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      return "SETUP: bind";
+    std::string lines;
+    for (const auto& e : entries) {
+      nlohmann::json policy = {{"filesystem", {{"allowWrite", {e}}, {"denyRead", nlohmann::json::array()}}}};
+      auto r = derive(SandboxPolicy::fromJson(policy.dump()), ctx());
+      lines += e + "\t" + (std::holds_alternative<PolicyError>(r) ? std::get<PolicyError>(r).text() : "ok") + "\n";
+    }
+    return lines;
+  });
+  if (report == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(report.starts_with("SETUP")) << report;
+  std::map<std::string, std::string> said;
+  for (std::size_t at = 0, end; (end = report.find('\n', at)) != std::string::npos; at = end + 1) {
+    const std::string line = report.substr(at, end - at);
+    said[line.substr(0, line.find('\t'))] = line.substr(line.find('\t') + 1);
+  }
+  ASSERT_EQ(said.size(), entries.size()) << report;
+  auto refused = [&](const std::string& entry, const std::string& what) {
+    EXPECT_NE(said[entry].find("filesystem.allowWrite[0]"), std::string::npos) << entry << ": " << said[entry];
+    EXPECT_NE(said[entry].find(what), std::string::npos) << said[entry];
+    EXPECT_NE(said[entry].find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos) << said[entry];
+  };
+  refused(host, "is \"/\" under another name (the same directory, mounted twice), the whole filesystem");
+  refused(host + "/etc/cron.d", "is \"/etc/cron.d\" under another name (the same directory, mounted twice), inside "
+                                "the system directory \"/etc\"");
+  refused(etc, "is \"/etc\" under another name (the same directory, mounted twice), the system directory \"/etc\"");
+  refused(host + home_, "the home directory itself");
+  // The neighbour: a project directory reached through the second "/" is as writable as through the first.
+  EXPECT_EQ(said[host + work_], "ok");
+}
+
+TEST_F(DeriveTest, TheOptInChangesTheFingerprint) {
+  auto plain = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  auto opted = deriveOk(R"({"filesystem":{"allowWrite":["."],"allowWriteSystemPaths":true}})");
+  EXPECT_NE(plain.fingerprint(), opted.fingerprint());
 }
 
 TEST_F(DeriveTest, DefaultWritePathsAreUnionedIn) {

@@ -79,11 +79,11 @@ TEST_F(NarrowingTest, DroppingADenyGlobWidensEvenWithNoMatches) {
 
 // ---- writes: allow-only ----
 TEST_F(NarrowingTest, AllowWriteOutsideBaselineIsRejectedNamingTheAxis) {
-  expectWidens(R"({"filesystem":{"allowWrite":["."]}})", R"({"filesystem":{"allowWrite":[".","/etc"]}})",
-               "filesystem.allowWrite", "/etc");
-  auto w = narrowing(rules(R"({"filesystem":{"allowWrite":["."]}})"), rules(R"({"filesystem":{"allowWrite":["/etc"]}})"));
+  expectWidens(R"({"filesystem":{"allowWrite":["."]}})", R"({"filesystem":{"allowWrite":[".","/srv/data"]}})",
+               "filesystem.allowWrite", "/srv/data");
+  auto w = narrowing(rules(R"({"filesystem":{"allowWrite":["."]}})"), rules(R"({"filesystem":{"allowWrite":["/srv/data"]}})"));
   ASSERT_TRUE(w);
-  EXPECT_EQ(w->message, "filesystem.allowWrite: \"/etc\" is not inside any writable path of the base policy");
+  EXPECT_EQ(w->message, "filesystem.allowWrite: \"/srv/data\" is not inside any writable path of the base policy");
 }
 
 TEST_F(NarrowingTest, WritingASubdirectoryOfABaseWriteNarrows) {
@@ -189,17 +189,17 @@ TEST_F(NarrowingTest, LimitsMayOnlyShrink) {
 // ---- diff ----
 TEST_F(NarrowingTest, DiffListsAddedAndRemovedPerAxisAndFlagsWidening) {
   auto a = rules(R"({"filesystem":{"allowWrite":["."]},"network":{"allowedDomains":["github.com"]}})");
-  auto b = rules(R"({"filesystem":{"allowWrite":[".","/etc"]},"network":{"allowedDomains":["api.github.com"]}})");
+  auto b = rules(R"({"filesystem":{"allowWrite":[".","/srv/data"]},"network":{"allowedDomains":["api.github.com"]}})");
   RulesDiff d = diff(a, b);
   auto j = nlohmann::json::parse(d.toJson());
-  EXPECT_EQ(j["axes"]["filesystem.allowWrite"]["added"], nlohmann::json::array({"/etc"}));
+  EXPECT_EQ(j["axes"]["filesystem.allowWrite"]["added"], nlohmann::json::array({"/srv/data"}));
   EXPECT_EQ(j["axes"]["network.allowedDomains"]["added"], nlohmann::json::array({"api.github.com"}));
   EXPECT_EQ(j["axes"]["network.allowedDomains"]["removed"], nlohmann::json::array({"github.com"}));
   EXPECT_FALSE(j["axes"].contains("env.allow"));
   EXPECT_TRUE(j["widens"].get<bool>());
   EXPECT_EQ(j["widening"]["axis"], "filesystem.allowWrite");
   EXPECT_TRUE(diff(a, a).empty());
-  // Back from b to a: /etc goes away, but "github.com" is not inside "api.github.com".
+  // Back from b to a: /srv/data goes away, but "github.com" is not inside "api.github.com".
   ASSERT_TRUE(diff(b, a).widening.has_value());
   EXPECT_EQ(diff(b, a).widening->axis, "network.allowedDomains");
 }

@@ -56,6 +56,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadPolicy{"GlobInUnixSockets", R"({"network":{"allowUnixSockets":["/run/*.sock"]}})", "network.allowUnixSockets[0]", "contains a glob character"},
         BadPolicy{"NulInPath", R"({"filesystem":{"denyRead":["/a\u0000b"]}})", "filesystem.denyRead[0]", "NUL"},
         BadPolicy{"BoolWrongType", R"({"network":{"allowLocalBinding":"yes"}})", "network.allowLocalBinding", "true or false"},
+        BadPolicy{"SystemPathsOptInWrongType", R"({"filesystem":{"allowWriteSystemPaths":1}})",
+                  "filesystem.allowWriteSystemPaths", "true or false, not a number"},
         BadPolicy{"DomainStar", R"({"network":{"allowedDomains":["*"]}})", "network.allowedDomains[0]", "matches every host; list the domains the child needs (only deniedDomains takes \"*\")"},
         BadPolicy{"DeniedStarBadPort", R"({"network":{"deniedDomains":["*:0"]}})", "network.deniedDomains[0]", "\"*:0\" has port \"0\"; a port is a number from 1 to 65535"},
         BadPolicy{"DeniedStarDot", R"({"network":{"deniedDomains":["*.*"]}})", "network.deniedDomains[0]", "more than one"},

@@ -233,7 +233,7 @@ TEST(SrtSettingsTest, AllowReadAndDenyWriteTakeGlobsExpandedToTheirMatches) {
 TEST(SrtSettingsTest, DeniedDomainsTakeEveryHostAndEveryHostOnAPort) {
   auto p = SandboxPolicy::fromJson(R"({"network": {"allowedDomains": ["a.example"], "deniedDomains": ["*:22", "*.com"]}})");
   testing::TempDir t;
-  auto rules = std::get<DerivedRules>(derive(p, {.home = t.path(), .cwd = t.path(), .tmpdir = std::nullopt}));
+  auto rules = std::get<DerivedRules>(derive(p, {.home = t / "home", .cwd = t / "work", .tmpdir = std::nullopt}));
   const auto& denied = rules.network().deniedDomains;
   auto every = std::find_if(denied.begin(), denied.end(), [](const DomainRule& r) { return r.matchesEveryHost(); });
   ASSERT_NE(every, denied.end());
@@ -244,14 +244,14 @@ TEST(SrtSettingsTest, DeniedDomainsTakeEveryHostAndEveryHostOnAPort) {
   EXPECT_TRUE((DomainRule{"evil.example", 22}.within(*every)));
   EXPECT_FALSE(every->within(DomainRule{"*.example", std::nullopt}));
   auto closed = SandboxPolicy::fromJson(R"({"network": {"allowedDomains": ["a.example"], "deniedDomains": ["*"]}})");
-  auto closedRules = std::get<DerivedRules>(derive(closed, {.home = t.path(), .cwd = t.path(), .tmpdir = std::nullopt}));
+  auto closedRules = std::get<DerivedRules>(derive(closed, {.home = t / "home", .cwd = t / "work", .tmpdir = std::nullopt}));
   EXPECT_FALSE(narrowing(rules, closedRules).has_value());
   EXPECT_TRUE(narrowing(closedRules, rules).has_value()) << "dropping the deny of every host widens";
 }
 
 TEST(SrtSettingsTest, AllowAllUnixSocketsIsAFieldThatOnlyABaseWithItCovers) {
   testing::TempDir t;
-  DeriveContext ctx{.home = t.path(), .cwd = t.path(), .tmpdir = std::nullopt};
+  DeriveContext ctx{.home = t / "home", .cwd = t / "work", .tmpdir = std::nullopt};
   auto all = std::get<DerivedRules>(derive(SandboxPolicy::fromJson(R"({"network":{"allowAllUnixSockets":true}})"), ctx));
   auto none = std::get<DerivedRules>(derive(SandboxPolicy::fromJson(R"({"network":{"allowAllUnixSockets":false}})"), ctx));
   EXPECT_TRUE(all.network().unixSocketsAllowed());

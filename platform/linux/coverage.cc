@@ -1,0 +1,349 @@
+// The rules are decided by path-prefix entries, and the mount view by the
+// operations at a path's ancestors: both are constant between "critical
+// points" (every rule entry, every operation's path, and "/"), so checking
+// the view against the rules at each critical point checks every path.
+#include "platform/linux/coverage.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "policy/paths.h"
+#include "policy/text.h"
+
+namespace stockade::platform {
+namespace {
+
+using Source = MountView::Source;
+
+bool within(std::string_view path, std::string_view root) { return policy::isWithin(path, root); }
+
+// The longest entry of `list` containing `path`, or nullptr.
+const std::string* deepest(const std::vector<std::string>& list, std::string_view path) {
+  const std::string* best = nullptr;
+  for (const auto& e : list)
+    if (within(path, e) && (!best || e.size() > best->size())) best = &e;
+  return best;
+}
+
+std::string entry(const char* field, const std::string& path) { return std::string(field) + " " + policy::quote(path); }
+
+// What the view shows at a path, for messages.
+std::string shown(const MountPlan& plan, const MountView& v) {
+  if (v.op) return std::string(mountOpName(v.op->kind)) + " at " + policy::quote(v.op->path);
+  switch (plan.root) {
+    case MountPlan::Root::kEmpty: return "the empty root";
+    case MountPlan::Root::kHostWritable: return "the writable host root";
+    case MountPlan::Root::kHostReadOnly: break;
+  }
+  return "the read-only host root";
+}
+
+// The sandbox's own trees, and where each is mounted.
+bool ownTree(const MountView& v) {
+  return v.source == Source::kProc || v.source == Source::kDev || v.source == Source::kPrivateTmp;
+}
+std::string_view ownRoot(const MountView& v) {
+  return v.source == Source::kProc ? "/proc" : v.source == Source::kDev ? "/dev" : "/tmp";
+}
+
+class Checker {
+ public:
+  Checker(const DerivedRules& rules, const EnforcementPlan& plan) : rules_(rules), plan_(plan) {}
+
+  Coverage run() {
+    filesystem();
+    readOnlyMounts();
+    landlock();
+    network();
+    limits();
+    return std::move(out_);
+  }
+
+ private:
+  void uncovered(std::string e, std::string why) { add(out_.uncovered, std::move(e), std::move(why)); }
+  void degraded(std::string e, std::string why) { add(out_.degraded, std::move(e), std::move(why)); }
+  static void add(std::vector<CoverageGap>& list, std::string e, std::string why) {
+    // One gap per entry: the first critical point that shows it.
+    if (std::none_of(list.begin(), list.end(), [&](const CoverageGap& g) { return g.entry == e; }))
+      list.push_back({std::move(e), std::move(why)});
+  }
+
+  std::vector<std::string> criticalPoints() const {
+    const auto& fs = rules_.filesystem();
+    std::vector<std::string> points = {"/"};
+    for (const auto* list : {&fs.denyRead, &fs.allowRead, &fs.allowWrite, &fs.defaultWrite, &fs.denyWrite,
+                             &fs.mandatoryDenyWrite})
+      points.insert(points.end(), list->begin(), list->end());
+    for (const auto& op : plan_.mounts.ops) points.push_back(op.path);
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    return points;
+  }
+
+  void filesystem() {
+    const auto& fs = rules_.filesystem();
+    const MountPlan& mounts = plan_.mounts;
+    for (const auto& p : criticalPoints()) {
+      const MountView v = viewAt(mounts, p);
+      // Reads: a host object the rules deny must not show. The sandbox's own
+      // /proc and /dev are not host objects, but an entry naming a path in
+      // them is honoured there too.
+      if (const std::string* deny = rules_.readable(p) ? nullptr : deepest(fs.denyRead, p)) {
+        const bool named = (v.source == Source::kProc || v.source == Source::kDev) && within(*deny, ownRoot(v));
+        if (v.source == Source::kHost || named)
+          uncovered(entry("filesystem.denyRead", *deny),
+                    (p == *deny ? std::string("nothing hides it") : "the sandbox would show " + policy::quote(p)) +
+                        " (" + shown(mounts, v) + ")");
+      }
+      // Writes. (The entries are looked up only where a write is allowed or
+      // possible: this runs for every critical point of every spawn.)
+      const bool writable = rules_.writable(p);
+      if (!writable && !(v.writable && v.source == Source::kHost)) continue;
+      const std::string* allow = deepest(fs.allowWrite, p);
+      const std::string* own = deepest(fs.defaultWrite, p);
+      if (writable) {
+        if (const std::string* ro = readOnlyAt(p, v)) {
+          const auto [field, e] = writeRule(p);
+          uncovered(entry(field, *e), "the host mounts " + policy::quote(*ro) +
+                                          " read-only, so the child could not write it either: remount it "
+                                          "read-write, or drop it from the policy");
+        } else if (own) {  // the sandbox's own objects (/dev/null, TMPDIR): writable, whatever provides them
+          if (v.source == Source::kEmpty && v.op)
+            uncovered(entry("filesystem.defaultWrite", *own),
+                      "hidden by the mask for filesystem.denyRead " + policy::quote(v.op->path) +
+                          "; every sandbox needs its default write paths: deny narrower paths instead");
+          else if (!v.writable || v.source == Source::kEmpty)
+            uncovered(entry("filesystem.defaultWrite", *own),
+                      "not writable in the sandbox (" + shown(mounts, v) + ")");
+        } else if (ownTree(v) && !within(*allow, ownRoot(v))) {
+          // A tree above the sandbox's own /proc, /dev or /tmp (allowWrite
+          // "/"): those stay the sandbox's, as for reads.
+        } else if (v.source != Source::kHost || !v.writable) {
+          uncovered(entry("filesystem.allowWrite", *allow),
+                    (p == *allow ? std::string("the host's object is not bound writable")
+                                 : "the host's " + policy::quote(p) + " is not writable") +
+                        " (" + shown(mounts, v) + ")");
+        }
+      } else {  // writable in the view
+        const std::string* denied = deepest(fs.denyWrite, p);
+        const std::string* mandatory = deepest(fs.mandatoryDenyWrite, p);
+        const bool isMandatory = mandatory && (!denied || mandatory->size() > denied->size());
+        const std::string* d = isMandatory ? mandatory : denied;
+        if (!allow && !own) {
+          uncovered(entry("filesystem", p), "writable in the sandbox though no write rule allows it (" +
+                                                shown(mounts, v) + ")");
+        } else if (!d) {
+          // Write-denied only by being read-denied: the read check above names it.
+        } else if (std::find(mounts.uncoverableDenyWrite.begin(), mounts.uncoverableDenyWrite.end(), *d) !=
+                   mounts.uncoverableDenyWrite.end()) {
+          degraded(entry(isMandatory ? "filesystem.mandatoryDenyWrite" : "filesystem.denyWrite", *d),
+                   "does not exist; its creation cannot be prevented without a placeholder on the host");
+        } else {
+          uncovered(entry(isMandatory ? "filesystem.mandatoryDenyWrite" : "filesystem.denyWrite", *d),
+                    (p == *d ? std::string("would stay writable") : policy::quote(p) + " would stay writable") +
+                        " (" + shown(mounts, v) + ")");
+        }
+      }
+    }
+    for (const auto& p : mounts.linkedDenyWrite) {
+      const char* field = std::find(fs.denyWrite.begin(), fs.denyWrite.end(), p) != fs.denyWrite.end()
+                              ? "filesystem.denyWrite"
+                              : "filesystem.mandatoryDenyWrite";
+      degraded(entry(field, p), "has other hard links; only this name is read-only, the file stays writable through "
+                                "the others");
+    }
+  }
+
+  // The read-only host mount that holds `p` where the view shows the host's
+  // object bound writable, or nullptr.
+  const std::string* readOnlyAt(std::string_view p, const MountView& v) const {
+    if (v.source != Source::kHost || !v.writable) return nullptr;
+    const std::string_view bound = v.op ? std::string_view(v.op->path) : "/";
+    const std::string* best = nullptr;
+    for (const auto& r : plan_.mounts.readOnlyHost)
+      if (within(p, r) && within(r, bound) && (!best || r.size() > best->size())) best = &r;
+    return best;
+  }
+
+  // The deepest write rule that makes writable `p`: its field and entry.
+  std::pair<const char*, const std::string*> writeRule(std::string_view p) const {
+    const std::string* allow = deepest(rules_.filesystem().allowWrite, p);
+    const std::string* own = deepest(rules_.filesystem().defaultWrite, p);
+    if (own && (!allow || own->size() >= allow->size())) return {"filesystem.defaultWrite", own};
+    return {"filesystem.allowWrite", allow};
+  }
+
+  // A read-only mount beneath a writable entry: writes there fail with EROFS
+  // though the entry is writable elsewhere.
+  void readOnlyMounts() {
+    for (const auto& r : plan_.mounts.readOnlyHost) {
+      if (!rules_.writable(r) || readOnlyAt(r, viewAt(plan_.mounts, r)) != &r) continue;
+      const auto [field, e] = writeRule(r);
+      if (within(*e, r)) continue;  // the entry's own place is read-only: uncovered (filesystem())
+      degraded(entry(field, *e), "the host mounts " + policy::quote(r) + " read-only inside it: writes there fail with EROFS");
+    }
+  }
+
+  // Landlock grants write rights exactly beneath the writable paths (and
+  // the sandbox's own /tmp, /dev/shm, /dev/pts).
+  void landlock() {
+    const LandlockPlan& l = plan_.landlock;
+    if (l.abi <= 0) return;  // a kernel degradation, reported by the probe
+    const auto& fs = rules_.filesystem();
+    for (const auto* list : {&fs.allowWrite, &fs.defaultWrite}) {
+      const char* field = list == &fs.allowWrite ? "filesystem.allowWrite" : "filesystem.defaultWrite";
+      for (const auto& p : *list) {
+        if (!rules_.writable(p) || p == "/dev/stdin" || p == "/dev/stdout" || p == "/dev/stderr") continue;  // fd links
+        if (std::none_of(l.writable.begin(), l.writable.end(), [&](const std::string& w) { return within(p, w); }))
+          uncovered(entry(field, p), "Landlock grants no write rights there");
+      }
+    }
+    for (const auto& w : l.writable) {
+      const Source s = viewAt(plan_.mounts, w).source;
+      const bool own = (w == "/tmp" && s == Source::kPrivateTmp) || w == "/dev/shm" || w == "/dev/pts";
+      if (!own && !rules_.writable(w))
+        uncovered(entry("landlock", w), "Landlock would grant writes beneath it, which the rules do not allow");
+    }
+  }
+
+  void network() {
+    const auto& net = rules_.network();
+    const LandlockPlan& l = plan_.landlock;
+    if (!net.allowedDomains.empty()) {
+      if (!plan_.proxyPort)
+        uncovered("network.allowedDomains", "no proxy listener is planned, so no allowed domain would be reachable");
+      else if (l.abi >= 4 && !net.allowLocalBinding && l.connectPort != plan_.proxyPort)
+        uncovered("network.allowedDomains", "Landlock would not restrict TCP connect to the proxy's port");
+    }
+    // deniedDomains: decided by the proxy on every connection; without allowed
+    // domains nothing outside the sandbox's own loopback exists.
+    const char* unix = net.allowAllUnixSockets ? "network.allowAllUnixSockets" : "network.allowUnixSockets";
+    if (!net.unixSocketsAllowed() && plan_.seccomp.allowUnixSockets)
+      uncovered(unix, "none are allowed, yet the seccomp filter would allow unix sockets");
+    if (net.unixSocketsAllowed() && !plan_.seccomp.allowUnixSockets)
+      uncovered(unix, "the seccomp filter would refuse every unix socket");
+    // A list of socket paths asks for less than socket(AF_UNIX) as a whole;
+    // allowAllUnixSockets asks for exactly that.
+    if (!net.allowUnixSockets.empty() && !net.allowAllUnixSockets && plan_.seccomp.allowUnixSockets)
+      degraded("network.allowUnixSockets", "unix sockets are allowed as a whole; every socket file visible in the "
+                                           "sandbox can be connected to, not only the listed ones");
+    if (net.allowLocalBinding != l.allowTcpBind)
+      uncovered("network.allowLocalBinding", net.allowLocalBinding
+                                                 ? "Landlock would refuse binding and connecting on the sandbox's loopback"
+                                                 : "Landlock would allow binding TCP ports");
+  }
+
+  void limits() {
+    const Limits& want = rules_.limits();
+    const RlimitPlan& have = plan_.limits;
+    if (want.fileSizeBytes != have.fileSizeBytes)
+      uncovered("limits.fileSizeBytes", "RLIMIT_FSIZE would be " + std::to_string(have.fileSizeBytes));
+    if (want.fileSizeBytes != 0 && !plan_.seccomp.limitFileSize)
+      uncovered("limits.fileSizeBytes", "fallocate() would not be checked against it");
+    struct Field {
+      const char* name;
+      std::uint64_t wanted;
+      LimitMechanism mechanism;
+      std::uint64_t cgroup;  // the value the sandbox cgroup is made with
+      std::optional<std::uint64_t> rlimit;  // the fallback planned; nullopt: none exists
+      const char* how;
+    };
+    for (const auto& f : {Field{"limits.pids", want.pids, plan_.pids, plan_.cgroup.pids, std::nullopt, ""},
+                          Field{"limits.memoryBytes", want.memoryBytes, plan_.memory, plan_.cgroup.memoryBytes,
+                                have.addressSpace, "RLIMIT_AS"},
+                          Field{"limits.cpuSeconds", want.cpuSeconds, plan_.cpu, plan_.cgroup.cpuSeconds,
+                                have.cpuSeconds, "RLIMIT_CPU"}}) {
+      if (f.wanted == 0) continue;
+      switch (f.mechanism) {
+        case LimitMechanism::kCgroup2:
+        case LimitMechanism::kCgroupV1:
+          if (f.cgroup != f.wanted)
+            uncovered(f.name, f.cgroup == 0 ? std::string("the sandbox cgroup would not limit it")
+                                            : "the sandbox cgroup would be limited to " + std::to_string(f.cgroup));
+          break;
+        case LimitMechanism::kRlimit:
+          if (!f.rlimit || *f.rlimit != f.wanted)
+            uncovered(f.name, f.rlimit ? std::string("neither a cgroup nor ") + f.how + " would enforce it"
+                                       : std::string("no cgroup would enforce it, and no rlimit can"));
+          else if (!reported(f.name))
+            uncovered(f.name, std::string("enforced by ") + f.how + " only, and no degradation says so");
+          break;
+        case LimitMechanism::kNone:
+          if (!reported(f.name)) uncovered(f.name, "nothing would enforce it, and no degradation says so");
+          break;
+      }
+    }
+    mountSizes();
+    userCounters();
+  }
+
+  // The private /tmp and /dev/shm have a size, within limits.memoryBytes
+  // (their pages are not address space: RLIMIT_AS cannot hold them).
+  void mountSizes() {
+    const MountPlan& mounts = plan_.mounts;
+    const std::uint64_t memory = rules_.limits().memoryBytes;
+    const std::optional<std::uint64_t> size = optionValue(mounts.tmpOptions, "size");
+    const char* field = memory != 0 ? "limits.memoryBytes" : "tmpfs \"/tmp\", \"/dev/shm\"";
+    if (!size || *size == 0)
+      uncovered(field, "the sandbox's /tmp and /dev/shm would have no size (" + policy::quote(mounts.tmpOptions) +
+                           "): the host's memory would be reachable");
+    else if (memory != 0 && *size > memory)
+      uncovered(field, "the sandbox's /tmp and /dev/shm would each hold " + std::to_string(*size) + " bytes");
+  }
+
+  // The sandbox's shares of the host user's per-user counters (user_counters.h)
+  // are the ones planned.
+  void userCounters() {
+    const UserCounterCaps& caps = plan_.mounts.userCounters;
+    const RlimitPlan& have = plan_.limits;
+    struct Share {
+      const char* name;
+      std::uint64_t planned, applied;
+    };
+    for (const auto& s : {Share{"RLIMIT_NPROC", caps.processes, have.processes},
+                          Share{"RLIMIT_SIGPENDING", caps.pendingSignals, have.pendingSignals},
+                          Share{"RLIMIT_MSGQUEUE", caps.messageQueueBytes, have.messageQueueBytes},
+                          Share{"RLIMIT_MEMLOCK", caps.lockedBytes, have.lockedBytes}})
+      if (s.planned != s.applied)
+        uncovered(std::string("per-user counters ") + s.name,
+                  "would be " + std::to_string(s.applied) + ", not the sandbox's share " + std::to_string(s.planned));
+    const std::optional<std::uint64_t> ptys = optionValue(plan_.mounts.ptsOptions, "max");
+    if (caps.ptys == 0 || ptys != caps.ptys)
+      uncovered("per-user counters kernel.pty.max", "the sandbox's /dev/pts would not be capped at its share (" +
+                                                        policy::quote(plan_.mounts.ptsOptions) + ")");
+  }
+
+  bool reported(std::string_view field) const {
+    return std::any_of(plan_.reported.begin(), plan_.reported.end(), [&](const std::string& d) {
+      return d.size() > field.size() && d.starts_with(field) && d[field.size()] == ':';
+    });
+  }
+
+  // The decimal value of `key=` in comma-separated mount data.
+  static std::optional<std::uint64_t> optionValue(std::string_view options, std::string_view key) {
+    for (std::size_t at = 0; at <= options.size();) {
+      const std::size_t end = std::min(options.find(',', at), options.size());
+      const std::string_view option = options.substr(at, end - at);
+      if (option.size() > key.size() && option.starts_with(key) && option[key.size()] == '=') {
+        std::uint64_t value = 0;
+        const auto* first = option.data() + key.size() + 1;
+        const auto* last = option.data() + option.size();
+        const auto [ptr, ec] = std::from_chars(first, last, value);
+        if (ec != std::errc() || ptr != last) return std::nullopt;
+        return value;
+      }
+      at = end + 1;
+    }
+    return std::nullopt;
+  }
+
+  const DerivedRules& rules_;
+  const EnforcementPlan& plan_;
+  Coverage out_;
+};
+
+}  // namespace
+
+Coverage checkCoverage(const DerivedRules& rules, const EnforcementPlan& plan) { return Checker(rules, plan).run(); }
+
+}  // namespace stockade::platform

@@ -1,0 +1,78 @@
+// The plan of one sandbox: everything prepare() decides before clone (the
+// mount plan, Landlock, the seccomp filter's options, rlimits, which cgroup
+// enforces each limit), the layers this kernel offers, and the coverage
+// check of that plan against the rules (coverage.h). Runs in the parent;
+// allocates.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "platform/linux/cgroup.h"
+#include "platform/linux/coverage.h"
+#include "platform/linux/landlock.h"
+#include "platform/linux/mounts.h"
+#include "platform/linux/privileges.h"
+#include "platform/linux/seccomp.h"
+#include "stockade/rules.h"
+
+namespace stockade::platform {
+
+// Which layers are active for one child.
+struct EnforcementReport {
+  bool userNamespace = false;
+  bool mountNamespace = false;
+  bool pidNamespace = false;
+  bool networkNamespace = false;
+  bool ipcNamespace = false;
+  bool utsNamespace = false;
+  bool cgroupNamespace = false;
+  int landlockAbi = 0;            // 0: Landlock not applied
+  bool landlockFilesystem = false;
+  bool landlockNetwork = false;   // ABI >= 4: TCP connect restricted to the proxy port (unless local binding is allowed)
+  bool landlockScopes = false;    // ABI >= 6: abstract unix sockets and signals scoped
+  bool seccomp = false;
+  bool noNewPrivs = false;
+  // limits.pids, limits.memoryBytes, limits.cpuSeconds: what enforces each
+  // for the whole sandbox (cgroup.h). kNone when the limit is not asked for,
+  // or (pids) when no cgroup is usable; kRlimit: memoryBytes and cpuSeconds
+  // fell back to per-process RLIMIT_AS / RLIMIT_CPU. Both are degradations
+  // that say why.
+  LimitMechanism pidsLimit = LimitMechanism::kNone;
+  LimitMechanism memoryLimit = LimitMechanism::kNone;
+  LimitMechanism cpuLimit = LimitMechanism::kNone;
+  // spawn() only: the sandbox cgroup directory of each limit enforced by one
+  // (one directory may hold several), removed once the sandbox has exited.
+  std::string pidsCgroup, memoryCgroup, cpuCgroup;
+  // Each entry says what is weaker than the rules call for, and why.
+  std::vector<std::string> degradations;
+};
+
+struct SandboxPlan {
+  MountPlan mounts;
+  LandlockPlan landlock;
+  SeccompOptions seccomp;
+  RlimitPlan limits;
+  // Where the sandbox cgroup's controllers live, when the rules ask for a
+  // cgroup-enforced limit.
+  std::optional<CgroupControllers> cgroups;
+  // The values the sandbox cgroup is made with: each limit a cgroup enforces
+  // (report.*Limit), 0 for the others.
+  CgroupLimits cgroupLimits;
+  // The kernel's layers and what enforces each limit; degradations: the
+  // kernel's and the limits', then the plan's (Coverage::degraded).
+  EnforcementReport report;
+  // Entries the plan does not honour: a spawn under it is refused.
+  std::vector<CoverageGap> uncovered;
+};
+
+// `proxyPort`: the proxy's listeners are made in the sandbox (spawn.h).
+SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort);
+
+// The paths Landlock grants write rights beneath: the writable rule entries
+// (the /dev/std* fd links aside) and the sandbox's own /tmp, /dev/shm, /dev/pts.
+std::vector<std::string> landlockWritable(const DerivedRules& rules);
+
+}  // namespace stockade::platform

@@ -1,0 +1,426 @@
+// checkCoverage() without spawning: the real planner's plan for real rules
+// (derived over a real tree) covers each entry or names it, and a plan
+// damaged on purpose is caught naming the entry it no longer honours.
+#include "platform/linux/coverage.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "platform/linux/sandbox_plan.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade::platform {
+namespace {
+
+using Source = MountView::Source;
+using Kind = MountPlan::Op::Kind;
+
+enum class Outcome { kCovered, kRefused, kDegraded };
+
+// One row: a policy (placeholders: HOME, WS the workspace and cwd, FILE a
+// file outside it, ROOTLINK a symlink to "/", PRIVTMP a host directory under
+// /tmp), what the check must say, and what the sandbox must show at PROBE.
+// (A writable "/" makes derive() scan the whole filesystem for mandatory
+// denies: those two rows take seconds.)
+struct Case {
+  const char* name;
+  std::vector<std::string> denyRead, allowRead, allowWrite, denyWrite;
+  bool systemPaths;  // filesystem.allowWriteSystemPaths
+  Outcome outcome;
+  std::string entry;  // kRefused/kDegraded: a gap's entry contains this
+  std::string probe;  // a path to look at in the plan's view
+  Source source;
+  bool writable;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class CoverageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    home_ = t_.dir("home");
+    t_.file("home/.ssh/id_ed25519", "KEY");
+    ws_ = t_.dir("ws");
+    t_.file("ws/secret", "S");
+    t_.file("ws/sub/code.c", "C");
+    t_.file("ws/.bashrc", "RC");
+    file_ = t_.file("data/report.txt", "R");
+    rootLink_ = t_.symlink("/", "rootlink");
+    privTmp_ = "/tmp/stockade-coverage-" + std::to_string(::getpid());
+    std::filesystem::create_directories(privTmp_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(privTmp_, ec);
+  }
+
+  std::string fill(std::string s) const {
+    for (auto [key, value] : {std::pair<std::string, std::string>{"ROOTLINK", rootLink_}, {"PRIVTMP", privTmp_},
+                              {"HOME", home_}, {"FILE", file_}, {"WS", ws_}}) {
+      for (std::size_t at; (at = s.find(key)) != std::string::npos;) s.replace(at, key.size(), value);
+    }
+    return s;
+  }
+  nlohmann::json list(const std::vector<std::string>& in) const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : in) out.push_back(fill(s));
+    return out;
+  }
+  DerivedRules rules(const nlohmann::json& policy) const {
+    auto r = derive(SandboxPolicy::fromJson(policy.dump()), {.home = home_, .cwd = ws_, .tmpdir = "/tmp"});
+    if (auto* e = std::get_if<PolicyError>(&r)) throw std::runtime_error(e->text());
+    return std::get<DerivedRules>(std::move(r));
+  }
+  DerivedRules rules(const Case& c) const {
+    return rules({{"filesystem",
+                   {{"denyRead", list(c.denyRead)},
+                    {"allowRead", list(c.allowRead)},
+                    {"allowWrite", list(c.allowWrite)},
+                    {"denyWrite", list(c.denyWrite)},
+                    {"allowWriteSystemPaths", c.systemPaths}}},
+                  {"network", {{"allowedDomains", nlohmann::json::array()}, {"allowUnixSockets", nlohmann::json::array()}}}});
+  }
+  // A fresh check of `plan` (possibly changed by the test) against `r`.
+  static EnforcementPlan enforcement(const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
+    const EnforcementReport& r = plan.report;
+    return {plan.mounts, plan.landlock,  plan.seccomp,      proxy,          plan.limits,
+            r.pidsLimit, r.memoryLimit,  r.cpuLimit,        plan.cgroupLimits, r.degradations};
+  }
+  static Coverage check(const DerivedRules& r, const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
+    return checkCoverage(r, enforcement(plan, proxy));
+  }
+  static bool names(const std::vector<CoverageGap>& gaps, const std::string& entry) {
+    return std::any_of(gaps.begin(), gaps.end(), [&](const CoverageGap& g) { return g.entry.find(entry) != std::string::npos; });
+  }
+  static std::string texts(const std::vector<CoverageGap>& gaps) {
+    std::string out;
+    for (const auto& g : gaps) out += g.text() + "\n";
+    return out;
+  }
+  static void dropOp(MountPlan& plan, Kind kind, const std::string& path) {
+    auto it = std::find_if(plan.ops.begin(), plan.ops.end(), [&](const auto& op) { return op.kind == kind && op.path == path; });
+    ASSERT_NE(it, plan.ops.end()) << mountOpName(kind) << " " << path;
+    plan.ops.erase(it);
+  }
+
+  testing::TempDir t_;
+  std::string home_, ws_, file_, rootLink_, privTmp_;
+};
+
+class CoverageTableTest : public CoverageTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(CoverageTableTest, EachEntryIsCoveredOrNamed) {
+  const Case& c = GetParam();
+  const DerivedRules r = rules(c);
+  const SandboxPlan plan = planSandbox(r, std::nullopt);
+  const Coverage again = check(r, plan);  // the check is pure: same plan, same answer
+  EXPECT_EQ(texts(again.uncovered), texts(plan.uncovered));
+  switch (c.outcome) {
+    case Outcome::kCovered:
+      EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+      break;
+    case Outcome::kRefused:
+      EXPECT_TRUE(names(plan.uncovered, fill(c.entry))) << c.entry << " not in:\n" << texts(plan.uncovered);
+      break;
+    case Outcome::kDegraded:
+      EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+      EXPECT_TRUE(names(again.degraded, fill(c.entry))) << c.entry << " not in:\n" << texts(again.degraded);
+      break;
+  }
+  if (c.outcome == Outcome::kRefused) return;
+  const MountView v = viewAt(plan.mounts, fill(c.probe));
+  EXPECT_EQ(static_cast<int>(v.source), static_cast<int>(c.source)) << fill(c.probe);
+  EXPECT_EQ(v.writable, c.writable) << fill(c.probe);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryKindOfPath, CoverageTableTest,
+    ::testing::Values(
+        // As denyRead.
+        Case{"DenyReadRoot", {"/"}, {"WS"}, {"WS"}, {}, false, Outcome::kCovered, "", "/etc/passwd", Source::kEmpty, false},
+        Case{"DenyReadRootKeepsTheCarveOutWritable", {"/"}, {"WS"}, {"WS"}, {}, false, Outcome::kCovered, "", "WS/sub",
+             Source::kHost, true},
+        Case{"DenyReadRootLeavesTheSandboxsOwnProc", {"/"}, {"WS"}, {"WS"}, {}, false, Outcome::kCovered, "",
+             "/proc/self", Source::kProc, true},
+        Case{"DenyReadProc", {"/proc"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "/proc/1/environ", Source::kEmpty, false},
+        Case{"DenyReadDevHidesTheDefaultWritePaths", {"/dev"}, {}, {"WS"}, {}, false, Outcome::kRefused,
+             "filesystem.defaultWrite \"/dev/null\"", "", Source::kEmpty, false},
+        Case{"DenyReadSys", {"/sys"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "/sys/kernel", Source::kEmpty, false},
+        Case{"DenyReadTmpIsThePrivateTmp", {"/tmp"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "/tmp/x",
+             Source::kPrivateTmp, true},
+        Case{"DenyReadTheCwd", {"."}, {}, {}, {}, false, Outcome::kCovered, "", "WS/secret", Source::kEmpty, false},
+        Case{"DenyReadHome", {"~"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "HOME/.ssh/id_ed25519", Source::kEmpty, false},
+        Case{"DenyReadASymlinkToTheRoot", {"ROOTLINK"}, {"WS"}, {"WS"}, {}, false, Outcome::kCovered, "", "/usr",
+             Source::kEmpty, false},
+        Case{"DenyReadAFile", {"FILE"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "FILE", Source::kEmpty, false},
+        Case{"DenyReadAGlobMatchingATopLevelDirectory", {"/sy?"}, {}, {"WS"}, {}, false, Outcome::kCovered, "",
+             "/sys/fs", Source::kEmpty, false},
+        Case{"DenyReadAGlobMatchingTmp", {"/t?p"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "/tmp",
+             Source::kPrivateTmp, true},
+        Case{"DenyReadUnderABindSource", {"WS/secret"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "WS/secret",
+             Source::kEmpty, false},
+        Case{"DenyReadUnderThePrivateTmp", {"PRIVTMP"}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "PRIVTMP",
+             Source::kPrivateTmp, true},
+        // As allowWrite.
+        Case{"AllowWriteRoot", {}, {}, {"/"}, {}, true, Outcome::kCovered, "", "/etc", Source::kHost, true},
+        Case{"AllowWriteProcIsNotBindable", {}, {}, {"/proc"}, {}, true, Outcome::kRefused,
+             "filesystem.allowWrite \"/proc\"", "", Source::kProc, false},
+        Case{"AllowWriteDevIsNotBindable", {}, {}, {"/dev"}, {}, true, Outcome::kRefused, "filesystem.allowWrite \"/dev\"",
+             "", Source::kDev, false},
+        Case{"AllowWriteSys", {}, {}, {"/sys"}, {}, true, Outcome::kCovered, "", "/sys/fs", Source::kHost, true},
+        Case{"AllowWriteTmpIsTheHostsTmp", {}, {}, {"/tmp"}, {}, false, Outcome::kCovered, "", "/tmp/x", Source::kHost,
+             true},
+        Case{"AllowWriteASymlinkToTheRoot", {}, {}, {"ROOTLINK"}, {}, true, Outcome::kCovered, "", "/usr", Source::kHost,
+             true},
+        Case{"AllowWriteTheCwd", {}, {}, {"."}, {}, false, Outcome::kCovered, "", "WS/sub", Source::kHost, true},
+        Case{"AllowWriteHome", {}, {}, {"~"}, {}, true, Outcome::kCovered, "", "HOME/notes", Source::kHost, true},
+        Case{"AllowWriteAFile", {}, {}, {"FILE"}, {}, false, Outcome::kCovered, "", "FILE", Source::kHost, true},
+        Case{"AllowWriteUnderABindSource", {}, {}, {"WS", "WS/sub"}, {}, false, Outcome::kCovered, "", "WS/sub/code.c",
+             Source::kHost, true},
+        Case{"AllowWriteUnderThePrivateTmp", {}, {}, {"PRIVTMP"}, {}, false, Outcome::kCovered, "", "PRIVTMP/new",
+             Source::kHost, true},
+        Case{"AllowWriteInsideAReadDenyCarvedBack", {"/"}, {"/usr", "WS"}, {"WS/sub"}, {}, false, Outcome::kCovered, "",
+             "WS/sub", Source::kHost, true},
+        // As denyWrite.
+        Case{"DenyWriteAFileInTheWorkspace", {}, {}, {"WS"}, {"WS/secret"}, false, Outcome::kCovered, "", "WS/secret",
+             Source::kHost, false},
+        Case{"DenyWriteADirectoryInTheWorkspace", {}, {}, {"WS"}, {"WS/sub"}, false, Outcome::kCovered, "",
+             "WS/sub/code.c", Source::kHost, false},
+        Case{"DenyWriteAMissingPathIsADegradation", {}, {}, {"WS"}, {"WS/missing"}, false, Outcome::kDegraded,
+             "filesystem.denyWrite \"WS/missing\"", "WS/missing", Source::kHost, true},
+        Case{"DenyWriteTheCwd", {}, {}, {"."}, {"."}, false, Outcome::kCovered, "", "WS/sub", Source::kHost, false},
+        // Not writable after all: the private /tmp, and the host's stays unseen.
+        Case{"DenyWriteTmp", {}, {}, {"/tmp"}, {"/tmp"}, false, Outcome::kCovered, "", "/tmp/x", Source::kPrivateTmp,
+             true},
+        Case{"DenyWriteHome", {}, {}, {"~"}, {"~"}, true, Outcome::kCovered, "", "HOME/notes", Source::kHost, false},
+        Case{"DenyWriteUnderThePrivateTmp", {}, {}, {"WS"}, {"PRIVTMP"}, false, Outcome::kCovered, "", "PRIVTMP",
+             Source::kPrivateTmp, true}));
+
+// --- plans damaged on purpose -------------------------------------------------
+
+TEST_F(CoverageTest, AMissingMaskIsNamed) {
+  const DerivedRules r = rules({{"filesystem", {{"denyRead", {home_ + "/.ssh"}}, {"allowWrite", {ws_}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  dropOp(plan.mounts, Kind::kMask, home_ + "/.ssh");
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"" + home_ + "/.ssh\"")) << texts(c.uncovered);
+}
+
+TEST_F(CoverageTest, AHostRootUnderADeniedRootIsNamed) {
+  const DerivedRules r = rules({{"filesystem", {{"denyRead", {"/"}}, {"allowRead", {ws_}}, {"allowWrite", {ws_}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_EQ(plan.mounts.root, MountPlan::Root::kEmpty);
+  plan.mounts.root = MountPlan::Root::kHostReadOnly;  // what stockade did before: "/" silently dropped
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"/\"")) << texts(c.uncovered);
+}
+
+TEST_F(CoverageTest, AMaskInsideACarveOutIsRequired) {
+  const DerivedRules r = rules({{"filesystem",
+                                 {{"denyRead", {home_, home_ + "/.ssh/id_ed25519"}},
+                                  {"allowRead", {home_ + "/.ssh"}},
+                                  {"allowWrite", {ws_}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_EQ(viewAt(plan.mounts, home_ + "/.ssh/known").source, Source::kHost);
+  dropOp(plan.mounts, Kind::kMask, home_ + "/.ssh/id_ed25519");
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"" + home_ + "/.ssh/id_ed25519\"")) << texts(c.uncovered);
+}
+
+TEST_F(CoverageTest, AnAllowReadEqualToADenyReadStaysDenied) {
+  // A tie denies (rules.h): the carve-out must not be bound over the mask.
+  const DerivedRules r = rules({{"filesystem", {{"denyRead", {home_}}, {"allowRead", {home_}}, {"allowWrite", {ws_}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_EQ(viewAt(plan.mounts, home_ + "/.ssh").source, Source::kEmpty);
+}
+
+TEST_F(CoverageTest, MissingWritableAndReadOnlyBindsAreNamed) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}, {"denyWrite", {ws_ + "/secret"}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  SandboxPlan noWrite = plan;
+  dropOp(noWrite.mounts, Kind::kWritable, ws_);
+  EXPECT_TRUE(names(check(r, noWrite).uncovered, "filesystem.allowWrite \"" + ws_ + "\""));
+  SandboxPlan noDeny = plan;
+  dropOp(noDeny.mounts, Kind::kReadOnly, ws_ + "/secret");
+  EXPECT_TRUE(names(check(r, noDeny).uncovered, "filesystem.denyWrite \"" + ws_ + "/secret\""));
+  SandboxPlan noMandatory = plan;
+  dropOp(noMandatory.mounts, Kind::kReadOnly, ws_ + "/.bashrc");
+  EXPECT_TRUE(names(check(r, noMandatory).uncovered, "filesystem.mandatoryDenyWrite \"" + ws_ + "/.bashrc\""));
+}
+
+TEST_F(CoverageTest, AWritablePathTheHostMountsReadOnlyIsNamed) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}, {"denyWrite", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_TRUE(plan.mounts.readOnlyHost.empty()) << "this test's own directory is read-only on the host";
+  plan.mounts.readOnlyHost.push_back(ws_);  // what planMounts() records for a read-only host mount
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.allowWrite \"" + ws_ + "\"")) << texts(c.uncovered);
+  EXPECT_NE(texts(c.uncovered).find("\" read-only, so the child could not write it either"), std::string::npos) << texts(c.uncovered);
+  // A read-only mount beneath the entry: the rest of it is writable, so a degradation names the mount.
+  SandboxPlan inside = planSandbox(r, std::nullopt);
+  inside.mounts.readOnlyHost.push_back(ws_ + "/sub");
+  c = check(r, inside);
+  EXPECT_TRUE(c.uncovered.empty()) << texts(c.uncovered);
+  EXPECT_NE(texts(c.degraded).find("filesystem.allowWrite \"" + ws_ + "\": the host mounts \"" + ws_ +
+                                   "/sub\" read-only inside it"),
+            std::string::npos)
+      << texts(c.degraded);
+}
+
+TEST_F(CoverageTest, LandlockMustGrantExactlyTheWritablePaths) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  if (plan.landlock.abi == 0) GTEST_SKIP() << "Landlock unavailable: nothing to check";
+  SandboxPlan narrow = plan;
+  std::erase(narrow.landlock.writable, ws_);
+  EXPECT_TRUE(names(check(r, narrow).uncovered, "filesystem.allowWrite \"" + ws_ + "\""));
+  SandboxPlan wide = plan;
+  wide.landlock.writable.push_back("/etc");
+  EXPECT_TRUE(names(check(r, wide).uncovered, "landlock \"/etc\""));
+}
+
+TEST_F(CoverageTest, NetworkRulesMustBeInstalled) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}},
+                                {"network", {{"allowedDomains", {"example.com"}}, {"allowUnixSockets", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, 3128);
+  EXPECT_TRUE(check(r, plan, 3128).uncovered.empty()) << texts(check(r, plan, 3128).uncovered);
+  EXPECT_TRUE(names(check(r, plan, std::nullopt).uncovered, "network.allowedDomains"));
+  SandboxPlan unix = plan;
+  unix.seccomp.allowUnixSockets = true;
+  EXPECT_TRUE(names(check(r, unix, 3128).uncovered, "network.allowUnixSockets"));
+  if (plan.landlock.abi >= 4) {
+    SandboxPlan otherPort = plan;
+    otherPort.landlock.connectPort = 80;
+    EXPECT_TRUE(names(check(r, otherPort, 3128).uncovered, "network.allowedDomains"));
+    SandboxPlan binding = plan;
+    binding.landlock.allowTcpBind = true;
+    EXPECT_TRUE(names(check(r, binding, 3128).uncovered, "network.allowLocalBinding"));
+  }
+}
+
+TEST_F(CoverageTest, UnixSocketsAllowedAsAWholeAreADegradation) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}},
+                                {"network", {{"allowUnixSockets", {ws_ + "/s.sock"}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_TRUE(names(check(r, plan).degraded, "network.allowUnixSockets"));
+}
+
+// Every limit at once; each case below changes what enforces them.
+TEST_F(CoverageTest, LimitsMustBeInstalled) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}},
+                                {"limits",
+                                 {{"memoryBytes", 1 << 30}, {"pids", 10}, {"cpuSeconds", 5}, {"fileSizeBytes", 1 << 20}}}});
+  const SandboxPlan plan = planSandbox(r, std::nullopt);
+  EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_TRUE(check(r, plan).uncovered.empty()) << texts(check(r, plan).uncovered);
+
+  // A sandbox cgroup: made with each limit's value.
+  EnforcementPlan cgroup = enforcement(plan);
+  cgroup.pids = cgroup.memory = cgroup.cpu = LimitMechanism::kCgroup2;
+  cgroup.cgroup = {.pids = 10, .memoryBytes = 1 << 30, .cpuSeconds = 5};
+  cgroup.limits.addressSpace = cgroup.limits.cpuSeconds = 0;
+  cgroup.reported = {};
+  EXPECT_TRUE(checkCoverage(r, cgroup).uncovered.empty()) << texts(checkCoverage(r, cgroup).uncovered);
+  EnforcementPlan wrongValues = cgroup;
+  wrongValues.cgroup = {.pids = 0, .memoryBytes = 1u << 31, .cpuSeconds = 50};
+  auto c = checkCoverage(r, wrongValues);
+  for (const char* limit : {"limits.pids", "limits.memoryBytes", "limits.cpuSeconds"})
+    EXPECT_TRUE(names(c.uncovered, limit)) << limit << "\n" << texts(c.uncovered);
+
+  // No usable cgroup: the rlimit fallbacks, and pids not enforced, each a reported degradation.
+  const std::vector<std::string> said = {"limits.pids: not enforced: no pids controller",
+                                         "limits.memoryBytes: enforced per process only, as RLIMIT_AS",
+                                         "limits.cpuSeconds: enforced per process only, as RLIMIT_CPU"};
+  EnforcementPlan fallback = enforcement(plan);
+  fallback.pids = LimitMechanism::kNone;
+  fallback.memory = fallback.cpu = LimitMechanism::kRlimit;
+  fallback.cgroup = {};
+  fallback.limits.addressSpace = 1 << 30;
+  fallback.limits.cpuSeconds = 5;
+  fallback.reported = said;
+  EXPECT_TRUE(checkCoverage(r, fallback).uncovered.empty()) << texts(checkCoverage(r, fallback).uncovered);
+  EnforcementPlan unsaid = fallback;
+  unsaid.reported = {};
+  c = checkCoverage(r, unsaid);
+  for (const char* limit : {"limits.pids", "limits.memoryBytes", "limits.cpuSeconds"})
+    EXPECT_TRUE(names(c.uncovered, limit)) << limit << "\n" << texts(c.uncovered);
+  // A degradation of another field does not stand for this one.
+  const std::vector<std::string> other = {"limits.pidsx: not enforced", "limits.memoryBytes"};
+  unsaid.reported = other;
+  EXPECT_TRUE(names(checkCoverage(r, unsaid).uncovered, "limits.pids"));
+  EXPECT_TRUE(names(checkCoverage(r, unsaid).uncovered, "limits.memoryBytes"));
+
+  EnforcementPlan noRlimits = fallback;
+  noRlimits.limits.addressSpace = noRlimits.limits.cpuSeconds = noRlimits.limits.fileSizeBytes = 0;
+  noRlimits.seccomp.limitFileSize = false;
+  c = checkCoverage(r, noRlimits);
+  for (const char* limit : {"limits.memoryBytes", "limits.cpuSeconds", "limits.fileSizeBytes"})
+    EXPECT_TRUE(names(c.uncovered, limit)) << limit << "\n" << texts(c.uncovered);
+  EnforcementPlan noTrap = fallback;
+  noTrap.seccomp.limitFileSize = false;  // RLIMIT_FSIZE alone: fallocate(FALLOC_FL_KEEP_SIZE) passes it
+  EXPECT_TRUE(names(checkCoverage(r, noTrap).uncovered, "limits.fileSizeBytes"));
+  EnforcementPlan pidsByRlimit = fallback;  // no rlimit bounds a sandbox's processes
+  pidsByRlimit.pids = LimitMechanism::kRlimit;
+  EXPECT_TRUE(names(checkCoverage(r, pidsByRlimit).uncovered, "limits.pids"));
+}
+
+TEST_F(CoverageTest, APidsLimitWithoutACgroupIsLeftToThePlannersDegradation) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}, {"limits", {{"pids", 10}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  EXPECT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  if (plan.report.pidsLimit == LimitMechanism::kNone) {
+    EXPECT_TRUE(std::any_of(plan.report.degradations.begin(), plan.report.degradations.end(),
+                            [](const std::string& d) { return d.starts_with("limits.pids: not enforced"); }));
+  }
+}
+
+TEST_F(CoverageTest, EveryTmpfsIsSizedWithinTheMemoryLimit) {
+  const DerivedRules limited = rules({{"filesystem", {{"allowWrite", {ws_}}}}, {"limits", {{"memoryBytes", 64 << 20}}}});
+  const SandboxPlan plan = planSandbox(limited, std::nullopt);
+  EXPECT_TRUE(check(limited, plan).uncovered.empty()) << texts(check(limited, plan).uncovered);
+  SandboxPlan unsized = plan;
+  unsized.mounts.tmpOptions = "mode=1777";
+  EXPECT_TRUE(names(check(limited, unsized).uncovered, "limits.memoryBytes")) << texts(check(limited, unsized).uncovered);
+  SandboxPlan larger = plan;
+  larger.mounts.tmpOptions = "mode=1777,size=" + std::to_string(128 << 20);
+  EXPECT_TRUE(names(check(limited, larger).uncovered, "limits.memoryBytes"));
+  SandboxPlan unreadable = plan;
+  unreadable.mounts.tmpOptions = "mode=1777,size=64m";  // a suffix the check cannot compare: not proven within
+  EXPECT_TRUE(names(check(limited, unreadable).uncovered, "limits.memoryBytes"));
+
+  const DerivedRules unlimited = rules({{"filesystem", {{"allowWrite", {ws_}}}}, {"limits", {{"memoryBytes", 0}}}});
+  SandboxPlan host = planSandbox(unlimited, std::nullopt);
+  EXPECT_TRUE(host.uncovered.empty()) << texts(host.uncovered);
+  host.mounts.tmpOptions = "mode=1777";
+  EXPECT_TRUE(names(check(unlimited, host).uncovered, "tmpfs \"/tmp\"")) << texts(check(unlimited, host).uncovered);
+}
+
+TEST_F(CoverageTest, TheSandboxsSharesOfPerUserCountersMustBeInstalled) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}});
+  const SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  SandboxPlan processes = plan;
+  processes.limits.processes = plan.mounts.userCounters.processes + 1;
+  EXPECT_TRUE(names(check(r, processes).uncovered, "RLIMIT_NPROC")) << texts(check(r, processes).uncovered);
+  SandboxPlan signals = plan;
+  signals.limits.pendingSignals = plan.mounts.userCounters.pendingSignals + 1;
+  EXPECT_TRUE(names(check(r, signals).uncovered, "RLIMIT_SIGPENDING"));
+  SandboxPlan ptys = plan;
+  ptys.mounts.ptsOptions = "newinstance,ptmxmode=0666,mode=0620";  // every host pty reachable
+  EXPECT_TRUE(names(check(r, ptys).uncovered, "kernel.pty.max")) << texts(check(r, ptys).uncovered);
+}
+
+}  // namespace
+}  // namespace stockade::platform
