@@ -39,8 +39,8 @@ struct TreeExport::State {
   bool finished = false;
   ExportSummary summary;
 
-  // Queues the next entry's header (or the trailer).
-  WorkspaceStatus advance();
+  // Queues the next entry's header (or, after `emitted` archive bytes, the trailer).
+  WorkspaceStatus advance(std::uint64_t emitted);
 };
 
 TreeExport::TreeExport(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -52,13 +52,13 @@ TreeExport& TreeExport::operator=(TreeExport&&) noexcept = default;
 TreeExport::~TreeExport() = default;
 const ExportSummary& TreeExport::summary() const noexcept { return state_->summary; }
 
-WorkspaceStatus TreeExport::State::advance() {
+WorkspaceStatus TreeExport::State::advance(std::uint64_t emitted) {
   for (;;) {
     auto next = walker.next();
     if (auto* e = std::get_if<SysError>(&next)) return ioError(*e, what);
     auto& item = std::get<std::optional<TreeWalker::Item>>(next);
     if (!item) {
-      pending = tarTrailer(summary.bytes);
+      pending = tarTrailer(emitted);
       pendingAt = 0;
       finished = true;
       return std::nullopt;
@@ -164,7 +164,7 @@ WorkspaceResult<std::size_t> TreeExport::read(std::span<char> buf) {
     }
     s.file.reset();
     if (s.finished) break;
-    if (auto e = s.advance()) return std::move(*e);
+    if (auto e = s.advance(s.summary.bytes + out)) return std::move(*e);
   }
   s.summary.bytes += out;
   return out;
