@@ -11,7 +11,8 @@ using platform::SysError;
 
 WorkspaceResult<StoredArchive> captureArchive(const Workspace::Impl& ws, const SandboxPath& path,
                                               const ExportOptions& options, const std::string& dir,
-                                              const std::string& name, std::uint64_t maxBytes, Deadline deadline) {
+                                              const std::string& name, std::uint64_t maxBytes, Deadline deadline,
+                                              const std::function<void()>& afterRead) {
   auto tree = exportTreeAt(ws, path, options);
   if (auto* e = std::get_if<WorkspaceError>(&tree)) return std::move(*e);
   StoredArchive out;
@@ -52,6 +53,7 @@ WorkspaceResult<StoredArchive> captureArchive(const Workspace::Impl& ws, const S
       at += static_cast<std::size_t>(w);
     }
   }
+  if (afterRead) afterRead();
   if (auto e = syncFd(fd, quoteValue(out.path))) return ioError(*e, "archive");
   if (auto e = syncDirectory(dir)) return ioError(*e, "archive");
   out.sha256 = sha.hex();

@@ -4,6 +4,7 @@
 // checked before anything is placed.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "src/workspace/durable.h"
@@ -21,10 +22,12 @@ struct StoredArchive {
 // The export of `path` written to `dir`/`name` (created exclusively),
 // fsync()ed with its directory. Over `maxBytes` (0: no limit) the file is
 // removed and the error is kLimitExceeded; past `deadline` kTimeout; a host
-// failure kUnavailable; the export's own errors as they are.
+// failure kUnavailable; the export's own errors as they are. `afterRead`
+// runs once the whole tree has been read, before the (slower) fsync().
 WorkspaceResult<StoredArchive> captureArchive(const Workspace::Impl& ws, const SandboxPath& path,
                                               const ExportOptions& options, const std::string& dir,
-                                              const std::string& name, std::uint64_t maxBytes, Deadline deadline);
+                                              const std::string& name, std::uint64_t maxBytes, Deadline deadline,
+                                              const std::function<void()>& afterRead = {});
 
 // An archive file read for import: what was read, hashed and counted.
 class HashingFileSource final : public ByteSource {
