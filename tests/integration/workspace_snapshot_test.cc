@@ -224,16 +224,18 @@ TEST_P(FreezeTest, AFrozenTreeMakesNoProgressUntilThawed) {
   EXPECT_GT(lastNumber(readFile(ws_ + "/log")), during);
 }
 
-TEST_P(FreezeTest, AProcessStoppedBeforeTheFreezeStaysStoppedAfterIt) {
-  if (GetParam() != platform::FreezePreference::kSigstopOnly) GTEST_SKIP() << "SIGSTOP only: the freezer keeps job-control stops";
+// SIGSTOP's thaw sends SIGCONT only to what it stopped itself.
+class SigstopFreezeTest : public WorkspaceFixture {};
+
+TEST_F(SigstopFreezeTest, AProcessStoppedBeforeTheFreezeStaysStoppedAfterIt) {
   Writer writer("sleep 100");
   std::this_thread::sleep_for(50ms);
   ::kill(writer.pid(), SIGSTOP);
   std::this_thread::sleep_for(50ms);
   auto deadline = std::chrono::steady_clock::now() + 10s;
   {
-    auto frozen = platform::freezeProcessTrees([&] { return std::vector<pid_t>{writer.pid()}; }, GetParam(), deadline,
-                                               deadline);
+    auto frozen = platform::freezeProcessTrees([&] { return std::vector<pid_t>{writer.pid()}; },
+                                               platform::FreezePreference::kSigstopOnly, deadline, deadline);
     ASSERT_TRUE(std::holds_alternative<platform::FrozenProcesses>(frozen));
   }  // thawed here
   std::this_thread::sleep_for(50ms);
