@@ -91,7 +91,9 @@ class SnapshotStore {
   struct Options {
     std::string stateDir;                      // snapshots live in <stateDir>/snapshots (created 0700)
     std::shared_ptr<SnapshotLedger> ledger;    // default: fileSnapshotLedger(<stateDir>/snapshots/keys)
-    std::chrono::milliseconds quiesceTimeout{5000};
+    // How long every process may take to stop; one in uninterruptible sleep
+    // (disk I/O under load) stops once it leaves it.
+    std::chrono::milliseconds quiesceTimeout{30000};
     SnapshotFreezing freezing = SnapshotFreezing::kBest;
   };
   static WorkspaceResult<SnapshotStore> open(Options options);

@@ -67,7 +67,10 @@ const char* kCounterLoop =
 class WorkspaceSnapshotTest : public WorkspaceFixture, public ::testing::WithParamInterface<SnapshotFreezing> {
  protected:
   SnapshotStore store() {
-    return std::get<SnapshotStore>(SnapshotStore::open({.stateDir = state_, .freezing = GetParam()}));
+    // A process in uninterruptible sleep (disk I/O on a loaded machine) stops
+    // only when it leaves it: a generous quiesce time.
+    return std::get<SnapshotStore>(
+        SnapshotStore::open({.stateDir = state_, .quiesceTimeout = std::chrono::seconds(60), .freezing = GetParam()}));
   }
   std::string state_ = t_.dir("state");
 };
