@@ -82,6 +82,8 @@ std::optional<std::string> AccessRules::readRefusal(std::string_view realPath) c
 std::optional<std::string> AccessRules::writeRefusal(std::string_view realPath, WriteOp op, ObjectKind kind) const {
   (void)op;    // the broker's decision will take them (policy/write_decision.h Effect, ObjectKind);
   (void)kind;  // DerivedRules::writable() judges every write to a path alike
+  // A read-denied path is masked read-only in the sandbox's view: not writable either.
+  if (auto denied = readRefusal(realPath)) return denied;
   if (rules_.writable(realPath)) return std::nullopt;
   const auto& fs = rules_.filesystem();
   if (const std::string* d = containing(fs.denyWrite, realPath)) return "filesystem.denyWrite " + quoted(*d);

@@ -42,7 +42,8 @@ class AccessRules {
   std::optional<std::string> readRefusal(std::string_view realPath) const;
 
   // nullopt: the sandbox may do `op` to an object of `kind` at `realPath`.
-  // Otherwise the rule that refuses it (`filesystem.denyWrite "/w/.env"`,
+  // A read-denied path is refused too (the sandbox sees it masked,
+  // read-only). Otherwise the rule that refuses it (`filesystem.denyWrite "/w/.env"`,
   // `mandatory deny "/w/.git/hooks"`, `not inside any filesystem.allowWrite
   // path`).
   std::optional<std::string> writeRefusal(std::string_view realPath, WriteOp op, ObjectKind kind) const;

@@ -72,7 +72,12 @@ std::variant<std::string, Refusal> normaliseArchiveName(const std::string& entry
     return refuse(ImportRefusal::kAbsoluteName, entryName,
                   "its " + std::string(what) + " " + quoteValue(name) + " is absolute; archives hold relative names");
   std::string rel;
-  for (std::string_view part : components(name)) {
+  auto parts = components(name);
+  if (parts.size() > kMaxArchiveDepth)
+    return refuse(ImportRefusal::kBadName, entryName,
+                  "its " + std::string(what) + " is more than " + std::to_string(kMaxArchiveDepth) +
+                      " components deep");
+  for (std::string_view part : parts) {
     if (part == "..")
       return refuse(ImportRefusal::kDotDot, entryName,
                     "its " + std::string(what) + " " + quoteValue(name) + " has a \"..\" component");
@@ -229,7 +234,13 @@ std::variant<PlannedEntry, Refusal> ImportChecker::admit(const ArchiveEntry& e) 
     return refuse(ImportRefusal::kPermissionDenied, e.name,
                   "the name is write-protected by the sandbox's policy (" + *rule + ")");
 
-  // Admitted: record it.
+  // Admitted: record it, within a bound on the names held.
+  std::size_t names = out.rel.size();
+  for (const auto& p : newParents) names += p.size();
+  if (names > kMaxNameBytesHeld - nameBytes_)
+    return refuse(ImportRefusal::kTooManyEntries, e.name,
+                  "the archive's names add up to more than " + std::to_string(kMaxNameBytesHeld) + " bytes");
+  nameBytes_ += names;
   for (auto& p : newParents) {
     seen_.emplace(p, Seen::kImplicitDirectory);
     implicit_.push_back(std::move(p));

@@ -4,7 +4,8 @@
 // what comes back as a PlannedEntry, beneath its pinned staging directory.
 //
 // An archive is judged on its own structure, entry by entry, in order:
-//   names      relative, at most 4095 bytes and 255 per component; "." and
+//   names      relative, at most 4095 bytes, 255 per component and 256
+//              components deep; "." and
 //              empty components are dropped; "/"-leading names are
 //              absolute_name, ".." components dot_dot; a name whose parent is
 //              a symlink entry of the archive is through_symlink, one whose
@@ -106,6 +107,12 @@ enum class SymlinkTargets {
   kAsTheSandboxMadeThem,
 };
 
+// Components a name may have (so that every staged tree can be walked, and
+// removed, within TreeWalker::kMaxDepth).
+inline constexpr std::size_t kMaxArchiveDepth = 256;
+// Bytes of names an import keeps while it runs (too_many_entries beyond).
+inline constexpr std::size_t kMaxNameBytesHeld = std::size_t{64} << 20;
+
 class ImportChecker {
  public:
   // The rule that refuses creating an object of `kind` at `rel` (relative to
@@ -133,6 +140,7 @@ class ImportChecker {
   std::vector<std::string> implicit_;
   std::uint64_t entries_ = 0;
   std::uint64_t total_ = 0;
+  std::size_t nameBytes_ = 0;
 };
 
 // The archive name normalised ("./a//b/" -> "a/b"), or the refusal

@@ -457,10 +457,12 @@ WorkspaceStatus importTreeAt(const Workspace::Impl& ws, ByteSource& tar, const S
   AccessRules rules = accessRules(ws);
   const std::string destText = dest.text();
 
-  // The destination: an existing directory, or nothing yet.
+  // The destination: an existing directory, or nothing yet. One to be
+  // replaced whole is the object at the name itself (a symlink there is not
+  // a directory to replace).
   std::optional<Resolved> existing;
   {
-    auto r = resolve(ws, dest, 0, WorkspaceErrorCode::kNotDirectory);
+    auto r = resolve(ws, dest, plan.placement == Placement::kReplace ? O_NOFOLLOW : 0, WorkspaceErrorCode::kNotDirectory);
     if (auto* ok = std::get_if<Resolved>(&r)) {
       if (!S_ISDIR(ok->st.st_mode))
         return makeError(WorkspaceErrorCode::kNotDirectory,
@@ -585,8 +587,6 @@ WorkspaceStatus importTreeAt(const Workspace::Impl& ws, ByteSource& tar, const S
     std::string leaf(dest.leaf());
     if (existing) {
       // kReplace: what goes must be removable by the sandbox, as remove() asks.
-      auto r = resolve(ws, dest, O_NOFOLLOW | O_DIRECTORY);
-      if (auto* e = std::get_if<WorkspaceError>(&r)) return std::move(*e);
       int old = ::openat(parentFd, leaf.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (old < 0) return ioError("openat", errno, "restore of " + quoteValue(destText));
       TreeWalker walk(platform::UniqueFd(old), false);

@@ -219,6 +219,8 @@ TEST_F(WorkspaceFilesTest, PolicyDeniedReadsAndWritesArePermissionDeniedNamingTh
   EXPECT_EQ(codeOf(w.remove("/workspace/.git")), "permission_denied");  // a tree holding protected names
   EXPECT_EQ(codeOf(w.remove("/workspace/.secret")), "permission_denied");
   EXPECT_EQ(codeOf(w.makeDir("/workspace/.git/hooks/sub")), "permission_denied");
+  // A read-denied path is masked read-only in the sandbox's view: no writes there either.
+  EXPECT_EQ(codeOf(w.upload("/workspace/.secret", "replaced")), "permission_denied");
   ::unlink((ws_ + "/alias").c_str());
   EXPECT_EQ(host(), before);
   // The neighbours are allowed.

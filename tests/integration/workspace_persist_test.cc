@@ -233,6 +233,15 @@ TEST_F(WorkspacePersistTest, BadOptionsAndPathsAreRefusedNamingTheField) {
   EXPECT_EQ(codeOf(s.persist(w, "c", {.path = "../outside"})), "invalid_path");
   EXPECT_EQ(codeOf(s.persist(w, "c", {.path = "missing"})), "not_found");
   EXPECT_EQ(codeOf(s.restore(w, "c", {.path = "/workspace"})), "invalid_path");
+  // A restore replaces the directory at the name: a symlink there is not one,
+  // and what it names stays as it is.
+  t_.file("ws/proj/p", "p");
+  persistOk(s, w, {.path = "proj"}, "c");
+  std::filesystem::remove_all(ws_ + "/proj");
+  t_.symlink("app", "ws/proj");
+  const auto before = workspaceListing();
+  EXPECT_EQ(codeOf(s.restore(w, "c", {.path = "proj"})), "not_directory");
+  EXPECT_EQ(workspaceListing(), before);
   EXPECT_EQ(defaultPersistExcludes().size(), 15u);
 }
 

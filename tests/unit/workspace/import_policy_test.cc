@@ -62,6 +62,16 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"empty_name", {file("")}, ImportRefusal::kBadName, ""},
         Case{"long_component", {file(std::string(256, 'a'))}, ImportRefusal::kBadName, std::string(256, 'a')},
         Case{"root_as_file", {file("./")}, ImportRefusal::kBadName, "./"},
+        Case{"too_deep", {file([] {
+               std::string deep;
+               for (int i = 0; i < 257; ++i) deep += "d/";
+               return deep + "f";
+             }())},
+             ImportRefusal::kBadName, [] {
+               std::string deep;
+               for (int i = 0; i < 257; ++i) deep += "d/";
+               return deep + "f";
+             }()},
         Case{"symlink_absolute", {sym("l", "/etc")}, ImportRefusal::kLinkOutside, "l"},
         Case{"symlink_climbs", {sym("l", "..")}, ImportRefusal::kLinkOutside, "l"},
         Case{"symlink_climbs_deep", {dir("a"), sym("a/l", "../../x")}, ImportRefusal::kLinkOutside, "a/l"},
