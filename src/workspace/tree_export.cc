@@ -174,17 +174,10 @@ namespace workspace {
 
 WorkspaceResult<TreeExport> exportTreeAt(const Workspace::Impl& ws, const SandboxPath& path,
                                          const ExportOptions& options) {
-  auto r = resolve(ws, path, 0);
+  AccessRules rules = accessRules(ws);
+  auto r = readableDirectory(ws, rules, path, "exported");
   if (auto* e = std::get_if<WorkspaceError>(&r)) return std::move(*e);
   Resolved& obj = std::get<Resolved>(r);
-  if (!S_ISDIR(obj.st.st_mode))
-    return makeError(WorkspaceErrorCode::kNotDirectory,
-                     "path " + quoteValue(path.text()) + " is not a directory; export a directory tree");
-  AccessRules rules = accessRules(ws);
-  if (auto rule = rules.readRefusal(obj.real))
-    return makeError(WorkspaceErrorCode::kPermissionDenied, "path " + quoteValue(path.text()) +
-                                                                ": the sandbox's policy does not let it be read (" +
-                                                                *rule + ")");
   auto fd = platform::reopen(obj.fd.get(), O_RDONLY | O_DIRECTORY);
   if (auto* e = std::get_if<SysError>(&fd)) return resolutionError(*e, path.text());
   auto state = std::make_unique<TreeExport::State>(TreeWalker(std::get<UniqueFd>(std::move(fd)), false),
@@ -208,14 +201,7 @@ WorkspaceStatus Workspace::exportTree(ByteSink& out, std::string_view path) {
   auto tree = exportTree(path);
   if (auto* e = std::get_if<WorkspaceError>(&tree)) return std::move(*e);
   auto& t = std::get<TreeExport>(tree);
-  std::string buf(1 << 18, '\0');
-  for (;;) {
-    auto n = t.read(buf);
-    if (auto* e = std::get_if<WorkspaceError>(&n)) return std::move(*e);
-    std::size_t got = std::get<std::size_t>(n);
-    if (got == 0) return std::nullopt;
-    if (auto e = out.write(std::string_view(buf.data(), got))) return e;
-  }
+  return pumpBytes([&](std::span<char> b) { return t.read(b); }, [&](std::string_view b) { return out.write(b); });
 }
 
 }  // namespace stockade

@@ -214,17 +214,10 @@ WorkspaceResult<Watch> Workspace::watch(std::string_view pathText, bool recursiv
   auto parsed = parseSandboxPath(pathText);
   if (auto* e = std::get_if<WorkspaceError>(&parsed)) return std::move(*e);
   const SandboxPath& path = std::get<SandboxPath>(parsed);
-  auto r = resolve(*impl_, path, 0);
+  AccessRules rules = accessRules(*impl_);
+  auto r = readableDirectory(*impl_, rules, path, "watched");
   if (auto* e = std::get_if<WorkspaceError>(&r)) return std::move(*e);
   Resolved& obj = std::get<Resolved>(r);
-  if (!S_ISDIR(obj.st.st_mode))
-    return makeError(WorkspaceErrorCode::kNotDirectory,
-                     "path " + quoteValue(path.text()) + " is not a directory; watch a directory");
-  AccessRules rules = accessRules(*impl_);
-  if (auto rule = rules.readRefusal(obj.real))
-    return makeError(WorkspaceErrorCode::kPermissionDenied, "path " + quoteValue(path.text()) +
-                                                                ": the sandbox's policy does not let it be read (" +
-                                                                *rule + ")");
   auto inotify = platform::Inotify::create();
   if (auto* e = std::get_if<SysError>(&inotify)) return ioError(*e, "watch of " + quoteValue(path.text()));
   auto state = std::make_unique<Watch::State>(std::move(rules), std::get<platform::Inotify>(std::move(inotify)));

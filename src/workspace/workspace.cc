@@ -150,6 +150,24 @@ std::optional<SysError> removeTree(int parentFd, const std::string& name) {
 }
 
 namespace {
+const char* kindText(mode_t mode);
+WorkspaceError denied(const std::string& path, const char* what, const std::string& rule);
+}  // namespace
+
+WorkspaceResult<Resolved> readableDirectory(const Workspace::Impl& ws, const AccessRules& rules,
+                                            const SandboxPath& path, const char* verb) {
+  auto r = resolve(ws, path, 0);
+  if (auto* e = std::get_if<WorkspaceError>(&r)) return std::move(*e);
+  Resolved& obj = std::get<Resolved>(r);
+  if (!S_ISDIR(obj.st.st_mode))
+    return makeError(WorkspaceErrorCode::kNotDirectory, "path " + quoteValue(path.text()) + " is " +
+                                                            kindText(obj.st.st_mode) + ", not a directory to be " +
+                                                            verb);
+  if (auto rule = rules.readRefusal(obj.real)) return denied(path.text(), verb, *rule);
+  return std::move(obj);
+}
+
+namespace {
 
 std::uint64_t fileLimit(const Workspace::Impl& ws, const AccessRules& rules) {
   std::uint64_t limit = ws.options.maxFileBytes;
@@ -328,14 +346,7 @@ WorkspaceStatus Workspace::download(std::string_view path, ByteSink& out) {
   auto reader = openRead(path);
   if (auto* e = std::get_if<WorkspaceError>(&reader)) return std::move(*e);
   auto& r = std::get<FileReader>(reader);
-  std::string buf(1 << 18, '\0');
-  for (;;) {
-    auto n = r.read(buf);
-    if (auto* e = std::get_if<WorkspaceError>(&n)) return std::move(*e);
-    std::size_t got = std::get<std::size_t>(n);
-    if (got == 0) return std::nullopt;
-    if (auto e = out.write(std::string_view(buf.data(), got))) return e;
-  }
+  return pumpBytes([&](std::span<char> b) { return r.read(b); }, [&](std::string_view b) { return out.write(b); });
 }
 
 WorkspaceResult<std::string> Workspace::download(std::string_view path) {
@@ -492,14 +503,9 @@ WorkspaceStatus Workspace::upload(std::string_view path, ByteSource& data) {
   auto writer = openWrite(path);
   if (auto* e = std::get_if<WorkspaceError>(&writer)) return std::move(*e);
   auto& w = std::get<FileWriter>(writer);
-  std::string buf(1 << 18, '\0');
-  for (;;) {
-    auto n = data.read(buf);
-    if (auto* e = std::get_if<WorkspaceError>(&n)) return std::move(*e);
-    std::size_t got = std::get<std::size_t>(n);
-    if (got == 0) return w.commit();
-    if (auto e = w.write(std::string_view(buf.data(), got))) return e;
-  }
+  if (auto e = pumpBytes([&](std::span<char> b) { return data.read(b); }, [&](std::string_view b) { return w.write(b); }))
+    return e;
+  return w.commit();
 }
 
 WorkspaceStatus Workspace::upload(std::string_view path, std::string_view data) {
@@ -513,13 +519,9 @@ WorkspaceResult<std::vector<EntryInfo>> Workspace::list(std::string_view pathTex
   auto parsed = begin(*impl_, pathText);
   if (auto* e = std::get_if<WorkspaceError>(&parsed)) return std::move(*e);
   const SandboxPath& path = std::get<SandboxPath>(parsed);
-  auto r = resolve(*impl_, path, 0);
+  auto r = readableDirectory(*impl_, accessRules(*impl_), path, "listed");
   if (auto* e = std::get_if<WorkspaceError>(&r)) return std::move(*e);
   Resolved& obj = std::get<Resolved>(r);
-  if (!S_ISDIR(obj.st.st_mode))
-    return makeError(WorkspaceErrorCode::kNotDirectory,
-                     "path " + quoteValue(path.text()) + " is " + kindText(obj.st.st_mode) + ", not a directory");
-  if (auto rule = accessRules(*impl_).readRefusal(obj.real)) return denied(path.text(), "read", *rule);
   auto fd = platform::reopen(obj.fd.get(), O_RDONLY | O_DIRECTORY);
   if (auto* e = std::get_if<SysError>(&fd)) return resolutionError(*e, path.text());
   DIR* d = ::fdopendir(std::get<UniqueFd>(fd).get());

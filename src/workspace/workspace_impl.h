@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "platform/linux/beneath.h"
@@ -63,6 +64,26 @@ WorkspaceResult<Resolved> resolve(const Workspace::Impl& ws, const SandboxPath& 
 // name asked of the access rules first). `created`: whether the last one was.
 WorkspaceResult<Resolved> ensureDirectory(const Workspace::Impl& ws, const AccessRules& rules,
                                           const SandboxPath& path, bool* created = nullptr);
+
+// The directory at `path`, which the sandbox may read: not_directory,
+// permission_denied (`verb`: "listed", "watched", "exported") otherwise.
+WorkspaceResult<Resolved> readableDirectory(const Workspace::Impl& ws, const AccessRules& rules,
+                                            const SandboxPath& path, const char* verb);
+
+// Copies everything `read(span)` gives (a count, 0 at the end) to
+// `write(string_view)` through one buffer: the streaming loop of download(),
+// upload() and exportTree() into a sink.
+template <typename Read, typename Write>
+WorkspaceStatus pumpBytes(Read&& read, Write&& write) {
+  std::string buf(std::size_t{1} << 18, '\0');
+  for (;;) {
+    auto n = read(std::span<char>(buf));
+    if (auto* e = std::get_if<WorkspaceError>(&n)) return std::move(*e);
+    std::size_t got = std::get<std::size_t>(n);
+    if (got == 0) return std::nullopt;
+    if (auto e = write(std::string_view(buf.data(), got))) return e;
+  }
+}
 
 // A random name for a temporary in a directory: "<prefix><16 hex digits>".
 std::string temporaryName(std::string_view prefix);
