@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,6 +91,9 @@ std::string cgroupDir(const FreezerHierarchy& h, const std::string& path) { retu
 
 bool stopped(char state) { return state == 'T' || state == 't'; }
 bool dead(char state) { return state == 'Z' || state == 'X'; }
+
+// True when `a` and `b` share one address space (kcmp KCMP_VM, Linux 3.5).
+bool shareMemory(pid_t a, pid_t b) { return ::syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0) == 0; }
 
 }  // namespace
 
@@ -327,16 +331,34 @@ std::variant<FrozenProcesses, FreezeFailure> freezeProcessTrees(const std::funct
         quiet = state.starts_with("FROZEN");
         holdout = "the freezer cgroup is " + state.substr(0, state.find('\n'));
       } else {
+        // A vfork() parent (posix_spawn(), a shell starting a command) sleeps
+        // uninterruptibly until its child execs or exits, so a child stopped
+        // before its exec holds the parent where it is: the parent's SIGSTOP
+        // stays pending, and it runs nothing until the child is resumed (the
+        // thaw's SIGCONT discards that pending stop). It counts as stopped.
+        auto heldByVforkChild = [&](const ProcStat& parent) {
+          if (parent.state != 'D') return false;
+          return std::any_of(f.processes_.begin(), f.processes_.end(), [&](const FrozenProcesses::Process& c) {
+            if (c.stat.ppid != parent.pid) return false;
+            auto child = statOf(c.stat.pid);
+            return child && child->starttime == c.stat.starttime && stopped(child->state) &&
+                   shareMemory(parent.pid, c.stat.pid);
+          });
+        };
         for (const auto& p : f.processes_) {
           auto now = statOf(p.stat.pid);
           if (!now || now->starttime != p.stat.starttime || dead(now->state) || stopped(now->state)) continue;
+          if (heldByVforkChild(*now)) continue;
           quiet = false;
           holdout = "process " + std::to_string(p.stat.pid) + " is in state " + std::string(1, now->state);
           break;
         }
       }
       if (quiet) break;
-      if (auto t = pastDeadline(deadline, "waiting for the processes to stop")) return *t;
+      if (auto t = pastDeadline(deadline, "waiting for the processes to stop")) {
+        t->message += " (" + holdout + ")";
+        return *t;
+      }
       if (Clock::now() > quiescentBy)
         return FreezeFailure{FreezeFailure::Kind::kNotQuiescent,
                              std::to_string(f.processes_.size()) + " processes, not all stopped in time: " + holdout};

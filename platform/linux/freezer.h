@@ -13,8 +13,10 @@
 //   sigstop            SIGSTOP to every process (through a pidfd opened and
 //                      checked against the process's start time, so a reused
 //                      pid is never signalled), SIGCONT after; processes that
-//                      were already stopped stay stopped. A process sees this
-//                      (its parent gets SIGCHLD with CLD_STOPPED): the
+//                      were already stopped stay stopped. A vfork() parent
+//                      whose child is stopped before its exec cannot stop
+//                      itself, nor run: it counts as stopped. A process sees
+//                      this (its parent gets SIGCHLD with CLD_STOPPED): the
 //                      fallback, reported as such.
 // Processes are found from the roots through /proc/<pid>/stat parent links,
 // again and again until a pass finds none that is not yet frozen: a process

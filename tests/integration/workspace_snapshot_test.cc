@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -219,8 +220,15 @@ TEST_P(FreezeTest, AFrozenTreeMakesNoProgressUntilThawed) {
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(lastNumber(readFile(ws_ + "/log")), during);
   if (f.method() == platform::FreezeMethod::kSigstop) {
-    auto all = platform::listProcesses();
-    for (const auto& p : platform::descendantsOf(all, {writer.pid()})) EXPECT_TRUE(p.state == 'T' || p.state == 'Z') << p.pid;
+    // Stopped, or a vfork() parent (the shell starting mv) held in D by its
+    // stopped child.
+    auto tree = platform::descendantsOf(platform::listProcesses(), {writer.pid()});
+    for (const auto& p : tree) {
+      bool heldByChild = p.state == 'D' && std::any_of(tree.begin(), tree.end(), [&](const platform::ProcStat& c) {
+                           return c.ppid == p.pid && c.state == 'T';
+                         });
+      EXPECT_TRUE(p.state == 'T' || p.state == 'Z' || heldByChild) << p.pid << " in state " << p.state;
+    }
   }
   ASSERT_FALSE(f.thaw());
   std::this_thread::sleep_for(200ms);
@@ -246,6 +254,64 @@ TEST_F(SigstopFreezeTest, AProcessStoppedBeforeTheFreezeStaysStoppedAfterIt) {
   auto me = platform::descendantsOf(all, {writer.pid()});
   ASSERT_FALSE(me.empty());
   EXPECT_EQ(me.front().state, 'T');
+}
+
+// A vfork() parent whose child stopped before its exec sleeps in D and
+// cannot stop itself: it counts as frozen (it runs nothing until the child
+// goes on), and the thaw leaves no stop pending on it.
+TEST_F(SigstopFreezeTest, AVforkParentHeldByItsStoppedChildCountsAsFrozen) {
+  pid_t parent = ::fork();
+  if (parent == 0) {
+    ::setpgid(0, 0);
+    pid_t child = ::vfork();
+    if (child == 0) {
+      ::kill(::getpid(), SIGSTOP);  // stopped between vfork() and exec, as a SIGSTOP freeze can leave it
+      ::_exit(0);
+    }
+    int status = 0;
+    ::_exit(child > 0 && ::waitpid(child, &status, 0) == child && WIFEXITED(status) ? 0 : 1);
+  }
+  ASSERT_GT(parent, 0);
+  ::setpgid(parent, parent);
+  struct Reap {  // both, however the test ends
+    pid_t pid;
+    bool reaped = false;
+    ~Reap() {
+      if (reaped) return;
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{parent};
+  std::vector<platform::ProcStat> tree;
+  for (int i = 0; i < 2000; ++i) {  // until the child has stopped and the parent waits for it
+    tree = platform::descendantsOf(platform::listProcesses(), {parent});
+    if (tree.size() == 2 && tree[0].state == 'D' && tree[1].state == 'T') break;
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(tree.size(), 2u);
+  ASSERT_EQ(tree[0].state, 'D');
+  ASSERT_EQ(tree[1].state, 'T');
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  {
+    auto frozen = platform::freezeProcessTrees([&] { return std::vector<pid_t>{parent}; },
+                                               platform::FreezePreference::kSigstopOnly, deadline, deadline);
+    ASSERT_TRUE(std::holds_alternative<platform::FrozenProcesses>(frozen))
+        << std::get<platform::FreezeFailure>(frozen).message;
+    EXPECT_EQ(std::get<platform::FrozenProcesses>(frozen).count(), 2u);
+  }  // thawed: the child was stopped before, so it stays stopped
+  ::kill(tree[1].pid, SIGCONT);
+  // The parent goes on once the child exits: it must neither stay stopped
+  // (a SIGSTOP left pending) nor fail.
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 5000 && got == 0; ++i) {
+    got = ::waitpid(parent, &status, WNOHANG | WUNTRACED);
+    if (got == 0) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(got, parent) << "the vfork parent did not go on after the thaw";
+  ASSERT_FALSE(WIFSTOPPED(status)) << "the vfork parent stopped after the thaw (a SIGSTOP left pending)";
+  reap.reaped = true;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 INSTANTIATE_TEST_SUITE_P(Mechanisms, FreezeTest,
