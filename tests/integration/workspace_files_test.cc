@@ -4,6 +4,7 @@
 // limits, atomic replacement.
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -261,6 +262,48 @@ TEST_F(WorkspaceFilesTest, ThePolicysFileSizeLimitHoldsForUploads) {
   EXPECT_EQ(codeOf(r), "too_large");
   EXPECT_NE(messageOf(r).find("limits.fileSizeBytes"), std::string::npos) << messageOf(r);
   EXPECT_EQ(codeOf(w.upload("/workspace/f", std::string(100, 'x'))), "ok");
+}
+
+// 2 GiB up and down through the streaming calls: the bytes pass through the
+// caller's buffer only, and every one arrives where it belongs.
+TEST_F(WorkspaceFilesTest, ATwoGibUploadAndDownloadStreamInBoundedMemory) {
+  constexpr std::uint64_t kBytes = std::uint64_t{2} << 30;
+  // Byte i of the file is a function of i (not of its position in a chunk).
+  auto byteAt = [](std::uint64_t i) { return static_cast<char>((i * 2654435761u) >> 13); };
+  class Generated final : public ByteSource {
+   public:
+    explicit Generated(decltype(byteAt) f) : at(f) {}
+    WorkspaceResult<std::size_t> read(std::span<char> buf) override {
+      std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), kBytes - offset));
+      for (std::size_t k = 0; k < n; ++k) buf[k] = at(offset + k);
+      offset += n;
+      return n;
+    }
+    decltype(byteAt) at;
+    std::uint64_t offset = 0;
+  } source(byteAt);
+  class Checked final : public ByteSink {
+   public:
+    explicit Checked(decltype(byteAt) f) : at(f) {}
+    WorkspaceStatus write(std::string_view bytes) override {
+      for (char c : bytes) mismatches += c != at(offset++);
+      return std::nullopt;
+    }
+    decltype(byteAt) at;
+    std::uint64_t offset = 0, mismatches = 0;
+  } sink(byteAt);
+
+  Workspace w = open();
+  struct rusage before {};
+  ::getrusage(RUSAGE_SELF, &before);
+  ASSERT_EQ(codeOf(w.upload("/workspace/big/blob", source)), "ok");
+  EXPECT_EQ(std::filesystem::file_size(ws_ + "/big/blob"), kBytes);
+  ASSERT_EQ(codeOf(w.download("/workspace/big/blob", sink)), "ok");
+  struct rusage after {};
+  ::getrusage(RUSAGE_SELF, &after);
+  EXPECT_EQ(sink.offset, kBytes);
+  EXPECT_EQ(sink.mismatches, 0u);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024) << "KiB of peak RSS growth";
 }
 
 TEST_F(WorkspaceFilesTest, AGoneSandboxIsStaleEpoch) {
