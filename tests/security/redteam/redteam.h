@@ -82,6 +82,7 @@ struct HostContext {
   std::string root, home, ws, outside;
   Context& inside;
   proxy_testing::OriginServer& origin;
+  std::string policy;  // the policy the case runs under (JSON)
 };
 
 // Where the case's program runs: under `stockade run` (the default), or in a

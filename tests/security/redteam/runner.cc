@@ -241,7 +241,14 @@ TEST_P(RedTeam, Holds) {
   Sentinel tcp4(AF_INET, SOCK_STREAM), tcp6(AF_INET6, SOCK_STREAM), udp(AF_INET, SOCK_DGRAM);
   Context inside{root + "/home", root + "/ws", root + "/outside", tcp4.port(), tcp6.port(), udp.port(),
                  origin.port(), static_cast<int>(::getpid()), {}};
-  HostContext host{root, inside.home, inside.ws, inside.outside, inside, origin};
+  HostContext host{root, inside.home, inside.ws, inside.outside, inside, origin, {}};
+  nlohmann::json policy = fixedPolicy(host);
+  // The daemon fails closed: a limit the host cannot enforce (pids, as the
+  // unprivileged user without a delegated cgroup) refuses the spawn. Its
+  // cases attack its files, not limits: they run with none.
+  if (c.runIn != RunIn::kStockadeRun)
+    policy["limits"] = {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}};
+  host.policy = policy.dump();
   writeTree(host.home + "/.ssh/id_ed25519", secrets[0] + "\n");
   writeTree(host.home + "/.ssh/known_hosts", "KNOWN-HOSTS-LINE\n");
   writeTree(host.home + "/.aws/credentials", secrets[1] + "\n");
@@ -261,13 +268,7 @@ TEST_P(RedTeam, Holds) {
   if (c.hostSetup) c.hostSetup(host);
 
   const std::string policyPath = root + "/policy.json";
-  nlohmann::json policy = fixedPolicy(host);
-  // The daemon fails closed: a limit the host cannot enforce (pids, as the
-  // unprivileged user without a delegated cgroup) refuses the spawn. Its
-  // cases attack its files, not limits: they run with none.
-  if (c.runIn != RunIn::kStockadeRun)
-    policy["limits"] = {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}};
-  std::ofstream(policyPath) << policy.dump();
+  std::ofstream(policyPath) << host.policy;
   // A descriptor stockade (or stockaded) inherits without O_CLOEXEC: it must
   // not reach the program.
   int leaked = ::open((host.home + "/.ssh/id_ed25519").c_str(), O_RDONLY);
