@@ -20,18 +20,10 @@ namespace {
 
 using testing::codeOf;
 using testing::messageOf;
+using testing::StringSink;
 using testing::TarBuilder;
 using testing::TarHeader;
 using testing::WorkspaceFixture;
-
-class StringSink final : public ByteSink {
- public:
-  WorkspaceStatus write(std::string_view bytes) override {
-    out.append(bytes);
-    return std::nullopt;
-  }
-  std::string out;
-};
 
 // Hands out the bytes a few at a time, as a slow network body would.
 class TrickleSource final : public ByteSource {

@@ -12,6 +12,7 @@
 #include "stockade/workspace.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tree_listing.h"
+#include "tests/support/workspace_results.h"
 
 namespace stockade::testing {
 
@@ -55,25 +56,5 @@ class WorkspaceFixture : public ::testing::Test {
   std::string home_ = t_.dir("home");
   std::string secret_ = t_.file("outside/secret", "OUTSIDE-SECRET\n");
 };
-
-// The code of an error result, or "ok".
-template <typename R>
-std::string codeOf(const R& r) {
-  if constexpr (std::is_same_v<R, WorkspaceStatus>) {
-    return r ? std::string(r->codeName()) : "ok";
-  } else {
-    auto* e = std::get_if<WorkspaceError>(&r);
-    return e ? std::string(e->codeName()) : "ok";
-  }
-}
-template <typename R>
-std::string messageOf(const R& r) {
-  if constexpr (std::is_same_v<R, WorkspaceStatus>) {
-    return r ? r->message : "";
-  } else {
-    auto* e = std::get_if<WorkspaceError>(&r);
-    return e ? e->message : "";
-  }
-}
 
 }  // namespace stockade::testing

@@ -14,20 +14,22 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "stockade/policy.h"
 #include "stockade/rules.h"
 #include "stockade/workspace.h"
 #include "tests/security/redteam/redteam.h"
+#include "tests/support/read_file.h"
 #include "tests/support/tar_builder.h"
+#include "tests/support/workspace_results.h"
 
 namespace stockade::redteam {
 namespace {
+
+using testing::codeOf;
 
 // A Workspace on the case's workspace, judged by the runner's policy.
 WorkspaceResult<Workspace> hostWorkspace(const HostContext& h) {
@@ -35,47 +37,6 @@ WorkspaceResult<Workspace> hostWorkspace(const HostContext& h) {
   if (auto* e = std::get_if<PolicyError>(&derived)) return WorkspaceError{.message = "derive: " + e->text()};
   auto rules = std::make_shared<DerivedRules>(std::get<DerivedRules>(std::move(derived)));
   return Workspace::open({.hostPath = h.ws, .rules = [rules] { return *rules; }});
-}
-
-template <typename R>
-std::string codeOf(const R& r) {
-  if constexpr (std::is_same_v<R, WorkspaceStatus>) {
-    return r ? std::string(r->codeName()) : "ok";
-  } else {
-    auto* e = std::get_if<WorkspaceError>(&r);
-    return e ? std::string(e->codeName()) : "ok";
-  }
-}
-
-class StringSink final : public ByteSink {
- public:
-  WorkspaceStatus write(std::string_view bytes) override {
-    out.append(bytes);
-    return std::nullopt;
-  }
-  std::string out;
-};
-
-std::string hostRead(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// What the host's own calls must leave alone: every name beneath `dir`
-// with its type and content (the runner compares outside before these host
-// checks run; they compare again after their own calls).
-std::map<std::string, std::string> contents(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); it != std::filesystem::end(it); it.increment(ec)) {
-    const auto& path = it->path();
-    if (it->is_symlink(ec)) out[path] = "link:" + std::filesystem::read_symlink(path, ec).string();
-    else if (it->is_regular_file(ec)) out[path] = "file:" + hostRead(path);
-    else out[path] = "other";
-  }
-  return out;
 }
 
 // Inside: links out of the workspace for the host to follow, beside one
@@ -100,9 +61,9 @@ std::string plantedSymlinkHost(HostContext& h) {
   auto opened = hostWorkspace(h);
   if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
   Workspace& ws = std::get<Workspace>(opened);
-  const std::string secret = hostRead(h.home + "/.ssh/id_ed25519");
+  const std::string secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
   if (secret.empty()) return "the host could not read its own copy of the secret";
-  const auto home = contents(h.home), outside = contents(h.outside);
+  const auto home = listing(h.home), outside = listing(h.outside);
 
   auto inner = ws.download("/workspace/inner-link");
   if (auto* got = std::get_if<std::string>(&inner); !got || *got != "WORKSPACE-README\n")
@@ -127,7 +88,7 @@ std::string plantedSymlinkHost(HostContext& h) {
     expect("makeDir(" + dir + "/new)", codeOf(ws.makeDir(dir + "/new")));
     expect("remove(" + dir + "/target.txt)", codeOf(ws.remove(dir + "/target.txt")));
     expect("watch(" + dir + ")", codeOf(ws.watch(dir, true)));
-    StringSink sink;
+    testing::StringSink sink;
     expect("exportTree(" + dir + ")", codeOf(ws.exportTree(sink, dir)));
     testing::TarBuilder tar;
     tar.file("target.txt", "HOST-IMPORT\n").end();
@@ -142,18 +103,18 @@ std::string plantedSymlinkHost(HostContext& h) {
   MemorySource source(through.bytes());
   if (auto e = ws.importTree(source); !e) {
     std::error_code ec;
-    if (std::filesystem::is_symlink(h.ws + "/outdir-rel", ec) || hostRead(h.ws + "/outdir-rel/target.txt") != "HOST-IMPORT\n")
+    if (std::filesystem::is_symlink(h.ws + "/outdir-rel", ec) || testing::readWholeFile(h.ws + "/outdir-rel/target.txt") != "HOST-IMPORT\n")
       problems += "importTree(outdir-rel/target.txt) succeeded without replacing the link by its directory; ";
   }
 
-  StringSink whole;
+  testing::StringSink whole;
   if (auto e = ws.exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
   if (whole.out.find(secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
   if (whole.out.find("WORKSPACE-README") == std::string::npos) return "exportTree(/workspace) lacks README's content";
   // remove() of a link removes the link, never what it names.
   if (auto e = ws.remove("/workspace/leak")) problems += "remove(/workspace/leak): " + std::string(e->codeName()) + "; ";
-  if (contents(h.home) != home) return "the host's calls changed home";
-  if (contents(h.outside) != outside) return "the host's calls changed outside";
+  if (listing(h.home) != home) return "the host's calls changed home";
+  if (listing(h.outside) != outside) return "the host's calls changed outside";
   return problems;
 }
 
@@ -186,7 +147,7 @@ void swappedParentSetup(HostContext& h) {
   auto opened = hostWorkspace(h);
   auto& r = racer();
   r = std::make_unique<Racer>();
-  r->outside = contents(h.outside);
+  r->outside = listing(h.outside);
   if (auto* e = std::get_if<WorkspaceError>(&opened)) {
     r->leaked = "the host could not open the workspace: " + e->message;
     return;
@@ -245,13 +206,13 @@ std::string swappedParentHost(HostContext& h) {
   if (r->thread.joinable()) r->thread.join();
   std::string leaked = r->leaked;
   long done = r->done, failed = r->failed;
-  const bool outsideChanged = contents(h.outside) != r->outside;
+  const bool outsideChanged = listing(h.outside) != r->outside;
   r.reset();
   if (!leaked.empty()) return leaked;
   if (outsideChanged) return "outside changed during the race";
   // The neighbour: uploads landed in the directory, wherever it was.
-  std::string landed = hostRead(h.ws + "/swap/target.txt") + hostRead(h.ws + "/swap.rel/target.txt") +
-                       hostRead(h.ws + "/swap.abs/target.txt");
+  std::string landed = testing::readWholeFile(h.ws + "/swap/target.txt") + testing::readWholeFile(h.ws + "/swap.rel/target.txt") +
+                       testing::readWholeFile(h.ws + "/swap.abs/target.txt");
   if (done == 0 || landed.find("HOST-UPLOAD-") == std::string::npos)
     return "the host's allowed neighbour failed: no upload landed in ws/swap (" + std::to_string(failed) + " failed)";
   return {};

@@ -117,6 +117,10 @@ struct Case {
 bool registerCases(std::vector<Case> cases);
 const std::vector<Case>& allCases();
 
+// Host helper: every file beneath `dir` with its mode and content (what
+// "unchanged" means).
+std::map<std::string, std::string> listing(const std::string& dir);
+
 // Inside helpers shared by the case files.
 std::string readFile(const std::string& path, int* error = nullptr);  // "" and *error on failure
 // A read that must find nothing: the secret's path is ENOENT (a masked

@@ -58,21 +58,6 @@ void writeTree(const std::string& path, const std::string& content) {
   std::ofstream(path) << content;
 }
 
-// Every file beneath `dir` with its mode and content: what "unchanged" means.
-std::map<std::string, std::string> listing(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); it != std::filesystem::end(it); it.increment(ec)) {
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) != 0) continue;
-    std::string entry = std::to_string(st.st_mode) + ":";
-    if (S_ISREG(st.st_mode)) entry += testing::readWholeFile(it->path().string());
-    if (S_ISLNK(st.st_mode)) entry += std::filesystem::read_symlink(it->path(), ec).string();
-    out[it->path().string()] = entry;
-  }
-  return out;
-}
-
 std::string listingDiff(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after) {
   for (const auto& [path, entry] : after) {
     auto it = before.find(path);
