@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "stockade/policy.h"
@@ -42,7 +41,8 @@ WorkspaceResult<Workspace> hostWorkspace(const HostContext& h) {
 // Inside: links out of the workspace for the host to follow, beside one
 // that stays inside.
 Verdict plantedSymlink(const Context& c) {
-  if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace")) return *n;
+  if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace"))
+    return *n;
   const std::pair<std::string, std::string> links[] = {
       {c.home + "/.ssh/id_ed25519", "leak"},  // absolute, to the secret
       {"../home/.ssh/id_ed25519", "leak-rel"},
@@ -103,7 +103,8 @@ std::string plantedSymlinkHost(HostContext& h) {
   MemorySource source(through.bytes());
   if (auto e = ws.importTree(source); !e) {
     std::error_code ec;
-    if (std::filesystem::is_symlink(h.ws + "/outdir-rel", ec) || testing::readWholeFile(h.ws + "/outdir-rel/target.txt") != "HOST-IMPORT\n")
+    if (std::filesystem::is_symlink(h.ws + "/outdir-rel", ec) ||
+        testing::readWholeFile(h.ws + "/outdir-rel/target.txt") != "HOST-IMPORT\n")
       problems += "importTree(outdir-rel/target.txt) succeeded without replacing the link by its directory; ";
   }
 
@@ -125,8 +126,7 @@ std::string plantedSymlinkHost(HostContext& h) {
 struct Racer {
   std::atomic<bool> stop{false};
   std::atomic<long> done{0}, refused{0}, failed{0};
-  std::mutex mutex;
-  std::string leaked;  // what escaped, if anything
+  std::string leaked;  // what escaped, if anything (written by the racing thread only)
   std::map<std::string, std::string> outside;  // before the race
   std::thread thread;
   ~Racer() {
@@ -163,13 +163,12 @@ void swappedParentSetup(HostContext& h) {
       };
       count(codeOf(ws.upload("/workspace/swap/target.txt", body)));
       auto got = ws.download("/workspace/swap/target.txt");
-      if (auto* bytes = std::get_if<std::string>(&got); bytes && bytes->find("OUTSIDE") != std::string::npos) {
-        std::lock_guard lock(r->mutex);
+      if (auto* bytes = std::get_if<std::string>(&got); bytes && bytes->find("OUTSIDE") != std::string::npos)
         r->leaked = "download(/workspace/swap/target.txt) read outside/target.txt";
-      }
       count(codeOf(got));
-      if (!told && r->done >= 50 && r->refused >= 50) {
-        std::ofstream(seen) << r->done << " done, " << r->refused << " refused\n";
+      if (!told && r->done >= 50 && r->refused >= 50) {  // renamed into place: the program never reads it half written
+        std::ofstream(seen + ".new") << r->done << " done, " << r->refused << " refused\n";
+        std::filesystem::rename(seen + ".new", seen);
         told = true;
       }
     }
@@ -194,8 +193,9 @@ Verdict swappedParent(const Context& c) {
     }
   }
   std::string host = readFile(seen);
-  if (host.empty()) return unproven("the host never saw both the directory and the link in " + std::to_string(swaps) + " swaps");
-  if (!host.empty() && host.back() == '\n') host.pop_back();
+  if (host.empty())
+    return unproven("the host never saw both the directory and the link in " + std::to_string(swaps) + " swaps");
+  if (host.back() == '\n') host.pop_back();
   return held(std::to_string(swaps) + " swaps while the host uploaded and downloaded (" + host + ")");
 }
 
@@ -211,8 +211,8 @@ std::string swappedParentHost(HostContext& h) {
   if (!leaked.empty()) return leaked;
   if (outsideChanged) return "outside changed during the race";
   // The neighbour: uploads landed in the directory, wherever it was.
-  std::string landed = testing::readWholeFile(h.ws + "/swap/target.txt") + testing::readWholeFile(h.ws + "/swap.rel/target.txt") +
-                       testing::readWholeFile(h.ws + "/swap.abs/target.txt");
+  std::string landed;
+  for (const char* dir : {"/swap", "/swap.rel", "/swap.abs"}) landed += testing::readWholeFile(h.ws + dir + "/target.txt");
   if (done == 0 || landed.find("HOST-UPLOAD-") == std::string::npos)
     return "the host's allowed neighbour failed: no upload landed in ws/swap (" + std::to_string(failed) + " failed)";
   return {};
