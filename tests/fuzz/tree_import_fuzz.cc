@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -41,10 +42,16 @@ struct World {
       ::close(fd);
     }
     ws = root + "/ws";
+    // On /dev/shm the workspace lies inside the system tree /dev, which a
+    // policy may write only by opting in by name.
     auto derived = derive(SandboxPolicy::fromJson(
                               R"({"filesystem": {"denyRead": [], "allowRead": [], "allowWrite": ["."],
-                                  "denyWrite": ["blocked"]}})"),
+                                  "denyWrite": ["blocked"], "allowWriteSystemPaths": true}})"),
                           {.home = root, .cwd = ws, .tmpdir = std::nullopt});
+    if (auto* e = std::get_if<PolicyError>(&derived)) {
+      std::fprintf(stderr, "tree_import_fuzz: the harness's policy does not derive: %s\n", e->text().c_str());
+      std::abort();
+    }
     rules = std::make_shared<DerivedRules>(std::get<DerivedRules>(std::move(derived)));
     auto w = Workspace::open({.hostPath = ws,
                               .rules = [r = rules] { return *r; },
