@@ -36,6 +36,12 @@ trap 'rm -rf "$stage"' EXIT INT TERM
 chmod 0755 "$stage"
 cp "$cli" "$stage/stockade"
 cp "$probe" "$stage/sandbox_probe"
+# The daemon, for the suites that start one (STOCKADED, optional).
+daemon_env=""
+if [ -n "${STOCKADED:-}" ]; then
+  cp "$STOCKADED" "$stage/stockaded"
+  daemon_env="STOCKADED=$stage/stockaded"
+fi
 # A root-owned setuid copy of the probe, for the setuid test.
 cp "$probe" "$stage/probe-suid"
 chown root:root "$stage/probe-suid"
@@ -50,6 +56,6 @@ for t in "$@"; do
      env -i HOME="$home" USER="$user" PATH=/usr/local/bin:/usr/bin:/bin \
      STOCKADE_CLI="$stage/stockade" STOCKADE_PROBE="$stage/sandbox_probe" \
      STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" STOCKADE_REDTEAM_REPORT="${STOCKADE_REDTEAM_REPORT:-}" \
-     "$copy") || status=1
+     $daemon_env "$copy") || status=1
 done
 exit "$status"

@@ -148,6 +148,8 @@ struct MountAttr {
 };
 
 inline long clone3(CloneArgs* args) { return ::syscall(SYS_clone3, args, sizeof(CloneArgs)); }
+// pidfd_open(2), Linux 5.3.
+inline int pidfdOpen(pid_t pid, unsigned flags) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags)); }
 inline int pidfdSendSignal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }

@@ -9,5 +9,8 @@ namespace stockade::cli {
 
 int policyCommand(const std::vector<std::string>& args);  // src/cli/policy_cmd.cc
 int runCommand(const std::vector<std::string>& args);     // src/cli/run_cmd.cc
+int sandboxCommand(const std::vector<std::string>& args); // src/cli/sandbox_cmd.cc (talks to stockaded)
+// exec, ps, logs, kill, wait, attach: src/cli/process_cmd.cc (talks to stockaded)
+int processCommand(const std::string& command, const std::vector<std::string>& args);
 
 }  // namespace stockade::cli

@@ -19,6 +19,10 @@ Commands:
   policy derive    print the rules a policy derives to, and where each value came from
   policy narrower  is one policy a narrowing of another?
   policy diff      per-axis difference of two policies
+  sandbox create   create a sandbox in a running stockaded (also ls, show, narrow, rm)
+  exec             run a program in a sandbox of stockaded, streaming its output
+  ps, logs, kill, wait, attach
+                   processes of a sandbox: list, output, signal, wait, PTY terminal
   help TOPIC       the help of a command ("stockade help policy" documents the policy format)
 
 Options:
@@ -161,6 +165,71 @@ is protected), and refused when honouring them would weaken enforcement
 (enableWeakerNestedSandbox, allowNestedUserNamespaces, filesystem.disabled,
 ...). docs/srt-compat.md lists every key.)";
 
+// Every command that talks to a daemon takes these.
+#define STOCKADE_CLIENT_FLAGS                                                                        \
+  {"connect", "ADDR",                                                                                \
+   "the daemon: unix:PATH or HOST:PORT (default $STOCKADE_CONNECT, else\n"                           \
+   "unix:/run/stockade/stockaded.sock)"},                                                            \
+      {"token-file", "FILE", "the daemon's bearer token, its first line (default $STOCKADE_TOKEN_FILE)"}, \
+      {"json", "", "print the daemon's JSON replies"}
+
+constexpr HelpFlag kClientFlags[] = {STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kSandboxCreateFlags[] = {
+    {"policy", "FILE", "the sandbox's policy; it must narrow the daemon's (default: the bundled\ndefault policy)"},
+    {"workspace", "DIR", "an existing host directory as its workspace (default: one the daemon\ncreates, and removes at rm)"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kSandboxNarrowFlags[] = {
+    {"policy", "FILE", "the narrower policy"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kExecFlags[] = {
+    {"cwd", "DIR", "its working directory, absolute (default: the workspace)"},
+    {"env", "NAME=VALUE", "a variable added after the policy's env.allow names", true},
+    {"timeout-ms", "N", "the daemon kills it after N milliseconds (exit 124)"},
+    {"key", "KEY", "its processKey: the durable name terminate and crash recovery use"},
+    {"name", "NAME", "a name shown by ps"},
+    {"stdin", "", "send this standard input to it (otherwise it reads EOF)"},
+    {"detach", "", "print its id and return at once instead of streaming"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kPsFlags[] = {
+    {"state", "STATE", "running, terminal or all (default)"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kLogsFlags[] = {
+    {"follow", "", "follow the output until the process ends, across lost connections", false, 'f'},
+    {"since", "CURSOR", "only output after this cursor (--json prints every frame's)"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kKillFlags[] = {
+    {"signal", "SIGNAL", "TERM (default), KILL, INT, HUP, QUIT, USR1 or USR2"},
+    {"escalate-after", "MS", "send KILL if anything of it is left MS milliseconds later"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kWaitFlags[] = {
+    {"timeout-ms", "N", "give up after N milliseconds (exit 124; the process goes on)"},
+    STOCKADE_CLIENT_FLAGS};
+#undef STOCKADE_CLIENT_FLAGS
+
+constexpr std::string_view kSandboxDetails = R"(These commands talk to a running stockaded (docs/api.md). Its sandboxes
+each have a policy, which must narrow the daemon's own (stockaded --policy);
+a section or field the policy file leaves out takes the bundled default's
+value. Exit status: 0; 1 when the daemon refused (the message ends with its
+code, such as (E_SANDBOX_POLICY_CONFLICT)) or could not be reached; 2 for a
+usage error.)";
+
+constexpr std::string_view kExecDetails = R"(PROGRAM runs directly (argv, no shell): use /bin/sh -c 'LINE' for a shell.
+Its stdout and stderr stream to stockade's as they come, resumed from the
+last cursor if the connection is lost. Exit status: the program's; 128+N
+when it died of signal N; 124 when --timeout-ms killed it; 125 when it was
+lost or could not be supervised; 1 when the daemon refused to start it (a
+program that does not exist: E_SANDBOX_SPAWN_FAILED naming execve and
+ENOENT); 2 for a usage error.)";
+
+constexpr std::string_view kProcessDetails = R"(PROCESS is the id exec --detach or ps prints. Exit status: 0; for wait,
+the process's status (as exec's); 1 when the daemon refused; 2 for a usage
+error.)";
+
+constexpr std::string_view kAttachDetails = R"(The process must be a PTY (POST /v1/sandboxes/ID/ptys). This terminal is
+put in raw mode while attached and restored on every way out; its window
+size is sent when attaching and on every change. Ctrl-] detaches (the
+process goes on). Exit status: the process's when it ended, 0 when detached.)";
+
 constexpr std::array kTopics = {
     HelpTopic{"run",
               "[--policy FILE | --settings FILE] [--cwd DIR] [--env NAME=VALUE]... [--timeout-ms N]\n"
@@ -176,6 +245,28 @@ constexpr std::array kTopics = {
               kCwdJsonFlags, kNarrowerDetails},
     HelpTopic{"policy diff", "A B [--cwd DIR]", "per-axis difference of the derived rules of A and B", kCwdFlag,
               kDiffDetails},
+    HelpTopic{"sandbox", "SUBCOMMAND ...", "create, list, show, narrow and close sandboxes of a running stockaded",
+              {}, kSandboxDetails},
+    HelpTopic{"sandbox create", "[--policy FILE] [--workspace DIR]", "create a sandbox; prints its id",
+              kSandboxCreateFlags, kSandboxDetails},
+    HelpTopic{"sandbox ls", "", "list the sandboxes: id, state, created, workspace", kClientFlags, kSandboxDetails},
+    HelpTopic{"sandbox show", "ID", "one sandbox, with its live derived rules", kClientFlags, kSandboxDetails},
+    HelpTopic{"sandbox narrow", "ID --policy FILE", "narrow one sandbox's policy (never another's)",
+              kSandboxNarrowFlags, kSandboxDetails},
+    HelpTopic{"sandbox rm", "ID...", "close sandboxes: kill their processes, release them", kClientFlags,
+              kSandboxDetails},
+    HelpTopic{"exec", "SANDBOX [--cwd DIR] [--env NAME=VALUE]... [--timeout-ms N] [--key KEY] [--stdin]\n"
+                      "             [--detach] [--] PROGRAM [ARG...]",
+              "run a program in a sandbox of stockaded and stream its output", kExecFlags, kExecDetails},
+    HelpTopic{"ps", "SANDBOX [--state running|terminal|all]", "a sandbox's processes: id, kind, state, exit, command",
+              kPsFlags, kProcessDetails},
+    HelpTopic{"logs", "SANDBOX PROCESS [-f] [--since CURSOR]", "a process's output: stdout to stdout, stderr to stderr",
+              kLogsFlags, kProcessDetails},
+    HelpTopic{"kill", "SANDBOX PROCESS [--signal SIGNAL] [--escalate-after MS]",
+              "signal every process of a process's sandbox", kKillFlags, kProcessDetails},
+    HelpTopic{"wait", "SANDBOX PROCESS [--timeout-ms N]", "wait for a process to end; exit with its status",
+              kWaitFlags, kProcessDetails},
+    HelpTopic{"attach", "SANDBOX PROCESS", "attach this terminal to a PTY process", kClientFlags, kAttachDetails},
 };
 
 // Text indented by `n` spaces, line by line.
@@ -280,15 +371,31 @@ std::string bashCompletion() {
   out += "    if [[ ${COMP_WORDS[i]} == -- ]]; then\n";
   out += "      if ((i + 1 == COMP_CWORD)); then COMPREPLY=($(compgen -c -- \"$cur\")); else COMPREPLY=($(compgen -f -- \"$cur\")); fi\n";
   out += "      return\n    fi\n  done\n";
-  out += "  if ((COMP_CWORD == 1)); then COMPREPLY=($(compgen -W \"run policy help --help --version\" -- \"$cur\")); return; fi\n";
+  // Commands, and the subcommands of those that have them ("policy check").
+  std::vector<std::string> commands, parents;
+  for (const auto& t : kTopics) {
+    std::string first(t.command.substr(0, t.command.find(' ')));
+    if (std::find(commands.begin(), commands.end(), first) == commands.end()) commands.push_back(first);
+    if (t.command.find(' ') != std::string_view::npos &&
+        std::find(parents.begin(), parents.end(), first) == parents.end())
+      parents.push_back(first);
+  }
+  std::string words;
+  for (const auto& c : commands) words += c + " ";
+  out += "  if ((COMP_CWORD == 1)); then COMPREPLY=($(compgen -W \"" + words +
+         "help --help --version\" -- \"$cur\")); return; fi\n";
   out += "  local topic=${COMP_WORDS[1]}\n";
-  std::string subcommands;
-  for (const auto& t : kTopics)
-    if (t.command.starts_with("policy ")) subcommands += (subcommands.empty() ? "" : " ") + std::string(t.command.substr(7));
-  out += "  if [[ $topic == policy || $topic == help ]] && ((COMP_CWORD == 2)); then\n";
-  out += "    COMPREPLY=($(compgen -W \"" + subcommands + "\" -- \"$cur\"))\n";
-  out += "    [[ $topic == help ]] && COMPREPLY+=($(compgen -W \"run policy\" -- \"$cur\"))\n    return\n  fi\n";
-  out += "  [[ $topic == policy ]] && topic=\"policy ${COMP_WORDS[2]}\"\n";
+  for (const auto& parent : parents) {
+    std::string subcommands;
+    for (const auto& t : kTopics)
+      if (t.command.starts_with(parent + " "))
+        subcommands += (subcommands.empty() ? "" : " ") + std::string(t.command.substr(parent.size() + 1));
+    out += "  if [[ $topic == " + parent + " ]] && ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W \"" +
+           subcommands + "\" -- \"$cur\")); return; fi\n";
+    out += "  [[ $topic == " + parent + " ]] && topic=\"" + parent + " ${COMP_WORDS[2]}\"\n";
+  }
+  out += "  if [[ $topic == help ]] && ((COMP_CWORD == 2)); then COMPREPLY=($(compgen -W \"" + words +
+         "\" -- \"$cur\")); return; fi\n";
   out += "  case $prev in\n";
   std::string fileFlags, dirFlags;
   for (const auto& t : kTopics) {
@@ -306,11 +413,11 @@ std::string bashCompletion() {
   for (const auto& t : kTopics) {
     std::string flags = "--help";
     for (const auto& f : t.flags) flags += " --" + std::string(f.name);
-    if (t.command == "run") flags += " --";
+    if (t.command == "run" || t.command == "exec") flags += " --";
     out += "    \"" + std::string(t.command) + "\") flags=\"" + flags + "\" ;;\n";
   }
   out += "  esac\n";
-  out += "  if [[ $cur == -* || $topic == run ]]; then COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\")); "
+  out += "  if [[ $cur == -* || $topic == run || $topic == exec ]]; then COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\")); "
          "else COMPREPLY=($(compgen -f -- \"$cur\")); fi\n}\ncomplete -F _stockade stockade\n";
   return out;
 }

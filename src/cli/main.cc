@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
   }
   if (command == "policy") return stockade::cli::policyCommand(rest);
   if (command == "run") return stockade::cli::runCommand(rest);
+  if (command == "sandbox") return stockade::cli::sandboxCommand(rest);
+  for (const char* c : {"exec", "ps", "logs", "kill", "wait", "attach"})
+    if (command == c) return stockade::cli::processCommand(command, rest);
   stockade::cli::printErr("stockade: unknown command \"" + command + "\"; see stockade --help\n");
   return stockade::cli::kExitUsage;
 }

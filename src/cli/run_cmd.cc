@@ -106,16 +106,8 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
       throw Failure{"--timeout-ms \"" + *t + "\": expected a whole number of milliseconds from 1, such as 5000"};
     o.timeout = std::chrono::milliseconds(ms);
   }
-  for (const auto& r : args.values("resolve")) {
-    auto eq = r.find('=');
-    if (eq == std::string::npos)
-      throw Failure{"--resolve \"" + r + "\": expected HOST=ADDR, such as --resolve " +
-                    (process::resolveProblem(r, "127.0.0.1") ? std::string("origin.test") : r) + "=127.0.0.1"};
-    std::string host = r.substr(0, eq);
-    std::string addr = r.substr(eq + 1);
-    if (auto problem = process::resolveProblem(host, addr)) throw Failure{"--resolve \"" + r + "\": " + *problem};
-    o.resolve[host] = addr;
-  }
+  for (const auto& r : args.values("resolve"))
+    if (auto problem = process::addResolveFlag(r, o.resolve)) throw Failure{*problem};
   if (args.has("tty") && args.has("no-tty")) throw Failure{"-t and -T contradict each other; pass one"};
   if (args.has("tty")) o.terminal = RunOptions::Terminal::kPty;
   if (args.has("no-tty")) o.terminal = RunOptions::Terminal::kNone;

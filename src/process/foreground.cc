@@ -25,6 +25,17 @@ std::optional<std::string> resolveProblem(const std::string& name, const std::st
   return std::nullopt;
 }
 
+std::optional<std::string> addResolveFlag(const std::string& value, std::map<std::string, std::string>& into) {
+  auto eq = value.find('=');
+  if (eq == std::string::npos)
+    return "--resolve \"" + value + "\": expected HOST=ADDR, such as --resolve " +
+           (resolveProblem(value, "127.0.0.1") ? std::string("origin.test") : value) + "=127.0.0.1";
+  std::string host = value.substr(0, eq), address = value.substr(eq + 1);
+  if (auto problem = resolveProblem(host, address)) return "--resolve \"" + value + "\": " + *problem;
+  into[host] = address;
+  return std::nullopt;
+}
+
 namespace {
 
 // Every byte to `fd` (the caller's stdout), retrying short writes.

@@ -52,5 +52,8 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
 // Why NAME -> ADDRESS cannot be a proxy resolve override, or nullopt.
 // ADDRESS may be an IPv6 literal in brackets.
 std::optional<std::string> resolveProblem(const std::string& name, const std::string& address);
+// A `--resolve HOST=ADDR` flag's value added to `into`, or what is wrong with
+// it, naming the flag and its value (stockade run and stockaded).
+std::optional<std::string> addResolveFlag(const std::string& value, std::map<std::string, std::string>& into);
 
 }  // namespace stockade::process

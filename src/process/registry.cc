@@ -7,6 +7,11 @@ namespace stockade::process {
 void Record::running(pid_t pid, std::shared_ptr<Supervised> supervised) {
   {
     std::lock_guard lock(mu);
+    // The child can end before its starter gets here (ended() ran first, on
+    // the supervisor's thread): nothing is left to supervise, and holding it
+    // would keep its pidfd, seccomp listener and pipe open as long as the
+    // record (seen under load: one child's three descriptors in a hundred).
+    if (dto_.state == ProcessState::kTerminal) return;
     supervised_ = std::move(supervised);
     if (dto_.state == ProcessState::kStarting) {
       dto_.state = ProcessState::kRunning;
@@ -131,6 +136,7 @@ std::shared_ptr<Supervised> Record::supervised() const {
 
 void Record::setPtyMaster(platform::UniqueFd master) {
   std::lock_guard lock(mu);
+  if (dto_.state == ProcessState::kTerminal) return;  // ended first: closed here (see running())
   ptyMaster_ = std::make_shared<const platform::UniqueFd>(std::move(master));
 }
 

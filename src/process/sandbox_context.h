@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -31,6 +32,8 @@ struct Admission {
   // Held until the child is registered: the owner's narrowing and disposal
   // wait for it, so no child starts under rules older than the last narrow().
   std::shared_lock<std::shared_mutex> lease;
+  // Names the child's proxy resolves to these addresses instead of asking DNS.
+  std::map<std::string, std::string> resolve;
 };
 
 class SandboxContext {

@@ -366,7 +366,8 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
                                                        .id = id,
                                                        .idField = "processId",
                                                        .auditFields = std::move(auditFields),
-                                                       .network = admitted.network},
+                                                       .network = admitted.network,
+                                                       .resolve = admitted.resolve},
                                          std::move(watch));
     } catch (...) {
       forget();

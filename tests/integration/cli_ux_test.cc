@@ -371,7 +371,8 @@ TEST_F(CliUxTest, PolicyHelpDocumentsThePolicyFormat) {
   auto unknown = cli({"help", "nothing"});
   EXPECT_EQ(unknown.exitCode, 2);
   EXPECT_EQ(unknown.err, "stockade: no help for \"nothing\"; topics: run, policy, policy check, policy derive, policy "
-                         "narrower, policy diff\n");
+                         "narrower, policy diff, sandbox, sandbox create, sandbox ls, sandbox show, sandbox narrow, "
+                         "sandbox rm, exec, ps, logs, kill, wait, attach\n");
 }
 
 // The man page and the completion script are rendered from the tables that

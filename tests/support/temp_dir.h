@@ -5,9 +5,30 @@
 #include <fstream>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace stockade::testing {
+
+// Removes `path` and everything beneath it, also directories this user owns
+// but may not list (the daemon's workspaces root is mode 0300): each is made
+// 0700 first when a plain removal fails. Errors are ignored (a test's tree).
+inline void removeTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (!ec) return;
+  struct Walk {
+    static void open(const std::filesystem::path& dir) {
+      ::chmod(dir.c_str(), 0700);
+      std::error_code e;
+      for (auto it = std::filesystem::directory_iterator(dir, e); !e && it != std::filesystem::directory_iterator();
+           it.increment(e))
+        if (it->is_directory(e) && !it->is_symlink(e)) open(it->path());
+    }
+  };
+  Walk::open(path);
+  std::filesystem::remove_all(path, ec);
+}
 
 class TempDir {
  public:
@@ -19,10 +40,7 @@ class TempDir {
     // The real path: derive() resolves symlinks, so expectations must too.
     path_ = std::filesystem::canonical(tmpl).string();
   }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  ~TempDir() { removeTree(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 

@@ -1,9 +1,9 @@
 // The daemon's API (issue 12) and its file endpoints (issue 13), attacked
-// from a sandbox it runs. Until the daemon lands there is nothing to attack:
-// each case says so (not proven) and is marked expected-to-fail until its
-// issue. Whoever lands the daemon starts it in hostSetup (its socket, port,
-// token file and state directory go to the case as daemon_* arguments) and
-// removes the marks.
+// from a sandbox it runs: the runner starts a stockaded for each case
+// (RunIn::kDaemon*), creates a sandbox in it with the fixed policy and runs
+// the case there; its socket or port, token file and state directory come
+// as daemon_* arguments. The file endpoints are not served yet: those cases
+// say so (not proven) and stay marked expected-to-fail until issue 13.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -19,7 +19,7 @@ namespace {
 
 std::optional<Verdict> needsDaemon(const Context& c, const char* key) {
   if (c.extra.count(key)) return std::nullopt;
-  return unproven(std::string("no daemon to attack: stockaded is not started by the runner yet (") + key + " unset)");
+  return unproven(std::string("no daemon to attack: the runner started none for this case (") + key + " unset)");
 }
 
 Verdict daemonSocket(const Context& c) {
@@ -45,21 +45,14 @@ Verdict daemonTcp(const Context& c) {
 Verdict daemonToken(const Context& c) {
   if (auto u = needsDaemon(c, "daemon_token_file")) return *u;
   if (auto n = neighbour(readFile(c.home + "/notes.txt") == "HOME-NOTES\n", "read home/notes.txt")) return *n;
-  int error = 0;
-  std::string token = readFile(c.extra.at("daemon_token_file"), &error);
-  if (!token.empty()) {
-    std::printf("read: %s\n", token.c_str());
-    return escaped("read the daemon's token file");
-  }
-  errno = error;
-  return refused(error ? -1 : 0, {ENOENT, EACCES}, "read the daemon's token file");
+  return readsNothing(c.extra.at("daemon_token_file"), "read the daemon's token file");
 }
 
 Verdict daemonState(const Context& c) {
   if (auto u = needsDaemon(c, "daemon_state_dir")) return *u;
   if (auto n = neighbour(writeFile(c.ws + "/ok", "ok"), "write ws/ok")) return *n;
-  return refused(writeFile(c.extra.at("daemon_state_dir") + "/ledger.sqlite", "x") ? 0 : -1, {EROFS, EACCES, ENOENT},
-                 "write the daemon's ledger");
+  return refused(writeFile(c.extra.at("daemon_state_dir") + "/ledger.db", "x", O_WRONLY | O_TRUNC) ? 0 : -1,
+                 {EROFS, EACCES, ENOENT}, "write the daemon's ledger");
 }
 
 // The sandbox plants a link; the host's file API or tree export must not
@@ -78,14 +71,13 @@ Verdict swappedParent(const Context& c) {
   return unproven("the upload race needs the daemon's file API");
 }
 
-constexpr Expectation kUntilIssue12{Who::kEveryone, 12, "the daemon"};
 constexpr Expectation kUntilIssue13{Who::kEveryone, 13, "the daemon's file endpoints"};
 
 const bool registered = registerCases({
-    {"daemon-api", "daemon-socket-from-inside", "connect to the daemon's unix socket from a sandbox", "local control sockets (docker.sock)", daemonSocket, {}, kUntilIssue12},
-    {"daemon-api", "daemon-tcp-from-inside", "connect to the daemon's loopback port from a sandbox", "loopback APIs", daemonTcp, {}, kUntilIssue12},
-    {"daemon-api", "daemon-token-file", "read the daemon's bearer token", "credential theft", daemonToken, {}, kUntilIssue12},
-    {"daemon-api", "daemon-state-dir", "write the daemon's ledger", "state tampering", daemonState, {}, kUntilIssue12},
+    {"daemon-api", "daemon-socket-from-inside", "connect to the daemon's unix socket from a sandbox", "local control sockets (docker.sock)", daemonSocket, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonUnix},
+    {"daemon-api", "daemon-tcp-from-inside", "connect to the daemon's loopback port from a sandbox", "loopback APIs", daemonTcp, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonTcp},
+    {"daemon-api", "daemon-token-file", "read the daemon's bearer token", "credential theft", daemonToken, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonUnix},
+    {"daemon-api", "daemon-state-dir", "write the daemon's ledger", "state tampering", daemonState, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonUnix},
     {"file-endpoints", "download-planted-symlink", "plant a symlink out for the host's download and export", "CVE-2018-15664 class", plantedSymlink, {}, kUntilIssue13},
     {"file-endpoints", "upload-swapped-parent", "swap a parent directory for a symlink during an upload", "TOCTOU on host-side file APIs", swappedParent, {}, kUntilIssue13},
 });

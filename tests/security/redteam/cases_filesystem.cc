@@ -16,21 +16,6 @@
 namespace stockade::redteam {
 namespace {
 
-// A read that must find nothing: the secret's path is ENOENT (a masked
-// directory) or an empty file (a masked file). What was read is printed, so
-// the runner sees a secret that leaked even where the case misjudged.
-Verdict readsNothing(const std::string& path, std::string_view what) {
-  int error = 0;
-  std::string got = readFile(path, &error);
-  if (!got.empty()) {
-    std::printf("read: %s\n", got.c_str());
-    return escaped(std::string(what) + " read " + std::to_string(got.size()) + " bytes");
-  }
-  if (error == 0) return held(std::string(what) + ": an empty mask");
-  errno = error;
-  return refused(-1, {ENOENT, EACCES}, what);
-}
-
 Verdict notesReadable(const Context& c) {
   if (readFile(c.home + "/notes.txt") != "HOME-NOTES\n") return unproven("home/notes.txt is not readable");
   return held("");

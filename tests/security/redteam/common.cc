@@ -52,6 +52,18 @@ std::string readFile(const std::string& path, int* error) {
   return out;
 }
 
+Verdict readsNothing(const std::string& path, std::string_view what) {
+  int error = 0;
+  std::string got = readFile(path, &error);
+  if (!got.empty()) {
+    std::printf("read: %s\n", got.c_str());
+    return escaped(std::string(what) + " read " + std::to_string(got.size()) + " bytes");
+  }
+  if (error == 0) return held(std::string(what) + ": an empty mask");
+  errno = error;
+  return refused(-1, {ENOENT, EACCES}, what);
+}
+
 bool writeFile(const std::string& path, std::string_view content, int flags) {
   int fd = ::open(path.c_str(), (flags ? flags : O_WRONLY | O_CREAT | O_TRUNC) | O_CLOEXEC, 0644);
   if (fd < 0) return false;

@@ -84,6 +84,13 @@ struct HostContext {
   proxy_testing::OriginServer& origin;
 };
 
+// Where the case's program runs: under `stockade run` (the default), or in a
+// sandbox of a stockaded the runner starts for the case, listening on its
+// unix socket or on loopback TCP (the sandbox is created with the fixed
+// policy, which is also the daemon's --policy; the daemon's socket or port,
+// token file and state dir go to the case as daemon_* arguments).
+enum class RunIn { kStockadeRun, kDaemonUnix, kDaemonTcp };
+
 struct Case {
   std::string_view category;
   std::string_view name;
@@ -102,6 +109,7 @@ struct Case {
   // non-empty string says what escaped.
   void (*hostSetup)(HostContext&) = nullptr;
   std::string (*hostCheck)(HostContext&) = nullptr;
+  RunIn runIn = RunIn::kStockadeRun;
 };
 
 // Cases register themselves at static initialisation (one table per category file).
@@ -110,6 +118,10 @@ const std::vector<Case>& allCases();
 
 // Inside helpers shared by the case files.
 std::string readFile(const std::string& path, int* error = nullptr);  // "" and *error on failure
+// A read that must find nothing: the secret's path is ENOENT (a masked
+// directory) or an empty file (a masked file). What was read is printed, so
+// the runner sees a secret that leaked even where the case misjudged.
+Verdict readsNothing(const std::string& path, std::string_view what);
 bool writeFile(const std::string& path, std::string_view content, int flags = 0);
 int connectTcp(const char* address, int port, int family = 0);  // fd, or -1 with errno (0: IPv4 unless ':' in address)
 // An HTTP exchange with the sandbox's proxy (127.0.0.1:3128): sends `request`

@@ -1,5 +1,6 @@
 // The red-team runner: every case of every category, each as the sandboxed
-// program under the one fixed policy below, through the real `stockade run`;
+// program under the one fixed policy below, through the real `stockade run`
+// (or in a sandbox of a real stockaded, for the cases that attack it);
 // one gtest per case (RedTeam/Case.Holds/<category>__<case>), so ctest runs
 // them as root and tests/run_unprivileged.sh again as stockade-test.
 //
@@ -21,11 +22,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -33,8 +37,10 @@
 
 #include "proxy_test_support.h"
 #include "tests/security/redteam/redteam.h"
+#include "tests/support/daemon_process.h"
 #include "tests/support/read_file.h"
 #include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
 
 namespace stockade::redteam {
 
@@ -144,6 +150,66 @@ nlohmann::json fixedPolicy(const HostContext& h) {
   };
 }
 
+// What one run of a case's program left: its status, its output, the audit
+// events of its run.
+struct CaseRun {
+  int exitCode = -1;  // 128+N when killed by signal N; 125 when it never started
+  std::string out, err;
+  std::vector<nlohmann::json> events;
+};
+
+std::vector<nlohmann::json> jsonLines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (auto e = nlohmann::json::parse(line, nullptr, false); !e.is_discarded()) out.push_back(std::move(e));
+  return out;
+}
+
+// Through the real `stockade run`, as a host application's command line runs it.
+CaseRun runUnderStockade(const std::string& policyPath, const std::string& ws, const std::string& audit,
+                         const std::string& hostSecret, const std::vector<std::string>& caseArgv) {
+  std::vector<std::string> argv = {"/usr/bin/env", "REDTEAM_HOST_SECRET=" + hostSecret, testing::stockadeBinary(),
+                                   "run", "--policy", policyPath, "--cwd", ws, "--resolve", "allowed.test=127.0.0.1",
+                                   "--resolve", "denied.test=127.0.0.1", "--audit", audit, "--timeout-ms", "30000",
+                                   "--"};
+  argv.insert(argv.end(), caseArgv.begin(), caseArgv.end());
+  auto p = testing::runProcess(argv);
+  return {p.exitCode, std::move(p.out), std::move(p.err), jsonLines(testing::readWholeFile(audit))};
+}
+
+// In a sandbox of the daemon, created over its API with the fixed policy and
+// the workspace, the program run by POST .../processes/run; the audit events
+// are the daemon's log lines (same schema as the library's).
+CaseRun runInDaemon(const testing::DaemonProcess& d, const nlohmann::json& policy, const std::string& ws,
+                    const std::vector<std::string>& caseArgv) {
+  CaseRun run;
+  run.exitCode = 125;
+  auto client = d.client();
+  auto created = client.request("POST", "/v1/sandboxes", nlohmann::json{{"policy", policy}, {"workspace", ws}}.dump());
+  if (created.status != 200) {
+    run.err = "POST /v1/sandboxes: " + std::to_string(created.status) + " " + created.body;
+    return run;
+  }
+  std::string id = nlohmann::json::parse(created.body)["id"];
+  auto ran = client.request("POST", "/v1/sandboxes/" + id + "/processes/run",
+                            nlohmann::json{{"argv", caseArgv}, {"cwd", ws}, {"timeout", 30000}}.dump());
+  auto result = nlohmann::json::parse(ran.body, nullptr, false);
+  if (ran.status != 200 || result.is_discarded()) {
+    run.err = "POST .../processes/run: " + std::to_string(ran.status) + " " + ran.body;
+    return run;
+  }
+  run.out = result.value("stdout", "");
+  run.err = result.value("stderr", "");
+  run.exitCode = -1;
+  if (result.contains("exitCode")) run.exitCode = result["exitCode"];
+  for (int sig = 1; sig < NSIG && result.contains("signal"); ++sig)
+    if (const char* name = sigabbrev_np(sig); name && result["signal"] == std::string("SIG") + name)
+      run.exitCode = 128 + sig;
+  run.events = jsonLines(d.log());
+  return run;
+}
+
 std::string expectationText(const Expectation& e) {
   std::string who = e.who == Who::kUnprivileged ? " as the unprivileged user" : e.who == Who::kRoot ? " as root" : "";
   return "expected to fail" + who + " until issue " + std::to_string(e.issue) + " (" + std::string(e.why) + ")";
@@ -165,10 +231,7 @@ TEST_P(RedTeam, Holds) {
   const std::string root = std::filesystem::canonical(tmpl).string();
   struct Cleanup {
     std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
+    ~Cleanup() { testing::removeTree(dir); }
   } cleanup{root};
   ::chmod(root.c_str(), 0755);
 
@@ -197,33 +260,46 @@ TEST_P(RedTeam, Holds) {
   std::filesystem::permissions(self, std::filesystem::perms(0755));
   if (c.hostSetup) c.hostSetup(host);
 
-  const std::string policyPath = root + "/policy.json", audit = root + "/audit.jsonl";
-  std::ofstream(policyPath) << fixedPolicy(host).dump();
+  const std::string policyPath = root + "/policy.json";
+  nlohmann::json policy = fixedPolicy(host);
+  // The daemon fails closed: a limit the host cannot enforce (pids, as the
+  // unprivileged user without a delegated cgroup) refuses the spawn. Its
+  // cases attack its files, not limits: they run with none.
+  if (c.runIn != RunIn::kStockadeRun)
+    policy["limits"] = {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}};
+  std::ofstream(policyPath) << policy.dump();
+  // A descriptor stockade (or stockaded) inherits without O_CLOEXEC: it must
+  // not reach the program.
+  int leaked = ::open((host.home + "/.ssh/id_ed25519").c_str(), O_RDONLY);
+  std::optional<testing::DaemonProcess> daemon;
+  if (c.runIn != RunIn::kStockadeRun) {
+    std::filesystem::create_directories(root + "/daemon");
+    testing::DaemonProcess::Options o;
+    o.extraArgs = {"--policy", policyPath};
+    o.tcp = c.runIn == RunIn::kDaemonTcp;
+    o.extraEnv = {"REDTEAM_HOST_SECRET=" + secrets[2]};
+    daemon.emplace(root + "/daemon", o);
+    inside.extra["daemon_state_dir"] = daemon->stateDir();
+    inside.extra["daemon_token_file"] = daemon->tokenFile();
+    if (o.tcp) inside.extra["daemon_port"] = std::to_string(daemon->port());
+    else inside.extra["daemon_socket"] = daemon->socketPath();
+  }
   auto homeBefore = listing(host.home), outsideBefore = listing(host.outside);
 
-  std::vector<std::string> argv = {"/usr/bin/env", "REDTEAM_HOST_SECRET=" + secrets[2], testing::stockadeBinary(),
-                                   "run", "--policy", policyPath, "--cwd", host.ws, "--resolve",
-                                   "allowed.test=127.0.0.1", "--resolve", "denied.test=127.0.0.1", "--audit", audit,
-                                   "--timeout-ms", "30000", "--", self, "--case", std::string(c.name)};
+  std::vector<std::string> caseArgv = {self, "--case", std::string(c.name)};
   for (const auto& [k, v] : std::map<std::string, std::string>{{"home", inside.home}, {"ws", inside.ws},
                                                                {"outside", inside.outside}, {"tcp4", std::to_string(inside.tcp4)},
                                                                {"tcp6", std::to_string(inside.tcp6)}, {"udp", std::to_string(inside.udp)},
                                                                {"origin", std::to_string(inside.origin)},
                                                                {"hostpid", std::to_string(inside.hostPid)}})
-    argv.push_back(k + "=" + v);
-  for (const auto& [k, v] : inside.extra) argv.push_back(k + "=" + v);
-  // A descriptor stockade inherits without O_CLOEXEC: it must not reach the program.
-  int leaked = ::open((host.home + "/.ssh/id_ed25519").c_str(), O_RDONLY);
-  auto r = testing::runProcess(argv);
+    caseArgv.push_back(k + "=" + v);
+  for (const auto& [k, v] : inside.extra) caseArgv.push_back(k + "=" + v);
+  CaseRun r = daemon ? runInDaemon(*daemon, policy, host.ws, caseArgv)
+                     : runUnderStockade(policyPath, host.ws, root + "/audit.jsonl", secrets[2], caseArgv);
   ::close(leaked);
 
   // The verdict: the case's own, then everything the host can see.
-  std::vector<nlohmann::json> events;
-  {
-    std::ifstream in(audit);
-    for (std::string line; std::getline(in, line);)
-      if (auto e = nlohmann::json::parse(line, nullptr, false); !e.is_discarded()) events.push_back(std::move(e));
-  }
+  const std::vector<nlohmann::json>& events = r.events;
   std::string exitReason;
   for (const auto& e : events)
     if (e.value("event", "") == "exit") exitReason = e.value("reason", "");
@@ -235,13 +311,15 @@ TEST_P(RedTeam, Holds) {
     std::string word = line.substr(0, space), detail = space == std::string::npos ? "" : line.substr(space + 1);
     v = word == "held" ? held(detail) : word == "escaped" ? escaped(detail) : unproven(detail);
   } else if (r.exitCode == 125) {
-    v = unproven("stockade failed to start the case: " + r.err);
+    v = unproven(std::string(daemon ? "stockaded" : "stockade") + " failed to start the case: " + r.err);
   } else if (!c.limitKill.empty() && r.exitCode >= 128 && exitReason == c.limitKill) {
     v = held("the sandbox was killed by " + exitReason + " (exit " + std::to_string(r.exitCode) + ")");
   }
   for (const auto& s : secrets)
     if (r.out.find(s) != std::string::npos || r.err.find(s) != std::string::npos)
       v = escaped("a secret (" + s.substr(0, s.rfind('-')) + ") reached the program's output");
+  if (daemon && (r.out.find(daemon->token()) != std::string::npos || r.err.find(daemon->token()) != std::string::npos))
+    v = escaped("the daemon's token reached the program's output");
   if (tcp4.reached()) v = escaped("the host's 127.0.0.1 sentinel was reached");
   if (tcp6.reached()) v = escaped("the host's ::1 sentinel was reached");
   if (udp.reached()) v = escaped("a datagram reached the host's 127.0.0.1 sentinel");

@@ -1,0 +1,35 @@
+// What every daemon command of the CLI shares: where the daemon is
+// (--connect or STOCKADE_CONNECT), its token (--token-file or
+// STOCKADE_TOKEN_FILE), --json, and how a daemon's error reads at a terminal.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/cli/args.h"
+#include "src/cli/http_client.h"
+
+namespace stockade::cli {
+
+inline constexpr const char* kDefaultConnect = "unix:/run/stockade/stockaded.sock";
+
+struct ClientSetup {
+  std::unique_ptr<HttpClient> client;
+  bool json = false;
+  std::string error;  // set when the flags or the token file are wrong
+};
+ClientSetup setupClient(const ParsedArgs& args);
+
+// "stockade: <what>: <the daemon's message> (<code>)" on stderr; returns 1.
+int reportError(const std::string& what, const HttpResult& reply);
+int reportFailure(const std::string& what, const std::string& message);
+
+// Bytes from the daemon made safe for a terminal: control characters escaped.
+std::string printable(std::string_view text);
+
+// Exit codes of the daemon commands.
+inline constexpr int kExitDaemonError = 1;  // the daemon refused, or could not be reached
+
+}  // namespace stockade::cli

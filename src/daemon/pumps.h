@@ -1,0 +1,66 @@
+// Blocking calls of the process service (a log stream's next(), a wait)
+// made into the server's non-blocking replies: each runs on a thread of its
+// own and hands its results over through a Waker. Destroying the reply (the
+// client went away, or it is complete) requests its thread to stop at once;
+// the thread then ends on its own.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "src/daemon/server.h"
+
+namespace stockade::daemon {
+
+// Chunks produced by a blocking function. emit() blocks while more than
+// `maxQueued` bytes wait for the client (a slow reader holds the producer
+// back, never the process: its output stays in its log ring) and returns
+// false once the stream is stopped.
+class ThreadedChunks : public ChunkSource {
+ public:
+  using Emit = std::function<bool(std::string)>;
+  using Produce = std::function<void(std::stop_token, const Emit&)>;
+  explicit ThreadedChunks(Produce produce, std::size_t maxQueued = 1u << 20);
+  ~ThreadedChunks() override;
+  Step next(std::string& out, const Waker& wake) override;
+
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+// A reply computed by a blocking function (a wait), on its own thread.
+class ThreadedReply : public DeferredReply {
+ public:
+  using Compute = std::function<Response(std::stop_token)>;
+  explicit ThreadedReply(Compute compute);
+  ~ThreadedReply() override;
+  std::optional<Response> poll(const Waker& wake) override;
+
+  struct Shared;
+
+ private:
+  std::shared_ptr<Shared> shared_;
+};
+
+// A WebSocket whose input goes to `onInput` and whose output is produced
+// like ThreadedChunks (one message per emitted chunk).
+class ThreadedDuplex : public Duplex {
+ public:
+  ThreadedDuplex(std::function<void(std::string_view)> onInput, ThreadedChunks::Produce produce);
+  void receive(std::string_view bytes) override { onInput_(bytes); }
+  ChunkSource::Step next(std::string& out, const Waker& wake) override { return output_.next(out, wake); }
+
+ private:
+  std::function<void(std::string_view)> onInput_;
+  ThreadedChunks output_;
+};
+
+}  // namespace stockade::daemon

@@ -1,0 +1,314 @@
+// The stockade CLI as a client of the real stockaded (`stockade sandbox ...`).
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/daemon_process.h"
+#include "tests/support/subprocess.h"
+#include "tests/support/temp_dir.h"
+
+namespace stockade::testing {
+namespace {
+
+using nlohmann::json;
+
+// The daemon's baseline: every field spelled out, so that the bundled
+// default (what `sandbox create` without --policy asks for) narrows it.
+constexpr const char* kBaseline = R"({
+  "filesystem": {"denyRead": [], "allowRead": [], "allowWrite": ["."], "denyWrite": []},
+  "network": {"allowedDomains": [], "deniedDomains": [], "allowUnixSockets": [], "allowLocalBinding": false},
+  "env": {"allow": ["PATH", "HOME", "LANG", "TERM"]},
+  "limits": {"memoryBytes": 0, "pids": 0, "cpuSeconds": 0, "fileSizeBytes": 0}})";
+
+DaemonProcess::Options withBaseline(const TempDir& dir) {
+  DaemonProcess::Options o;
+  o.extraArgs = {"--policy", dir.file("baseline.json", kBaseline)};
+  return o;
+}
+
+class CliClientTest : public ::testing::Test {
+ protected:
+  CliClientTest() : daemon(dir, withBaseline(dir)) {}
+
+  // The CLI running `args`, with --connect and --token-file right after the
+  // command's name (before an exec's program).
+  ProcessResult cli(std::vector<std::string> args, bool withToken = true) {
+    std::vector<std::string> flags = {"--connect", "unix:" + daemon.socketPath()};
+    if (withToken) flags.insert(flags.end(), {"--token-file", daemon.tokenFile()});
+    std::size_t at = args[0] == "sandbox" ? 2 : 1;
+    args.insert(args.begin() + static_cast<long>(std::min(at, args.size())), flags.begin(), flags.end());
+    std::vector<std::string> argv = {stockadeBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runProcess(argv);
+  }
+
+  TempDir dir;
+  DaemonProcess daemon;
+};
+
+TEST_F(CliClientTest, SandboxCreateListNarrowAndRemove) {
+  auto r = cli({"sandbox", "create"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  EXPECT_TRUE(id.starts_with("sb_")) << r.out;
+  r = cli({"sandbox", "ls"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find(id), std::string::npos);
+  EXPECT_NE(r.out.find("active"), std::string::npos);
+  r = cli({"sandbox", "ls", "--json"});
+  EXPECT_EQ(json::parse(r.out)["items"][0]["id"], id);
+  std::string narrow = dir.file("narrow.json", R"({"filesystem":{"allowWrite":[]}})");
+  r = cli({"sandbox", "narrow", id, "--policy", narrow});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("narrowed " + id), std::string::npos);
+  r = cli({"sandbox", "show", id});
+  EXPECT_EQ(json::parse(r.out)["effectivePolicy"]["filesystem"]["allowWrite"], json::array());
+  r = cli({"sandbox", "rm", id});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  r = cli({"sandbox", "ls", "--json"});
+  EXPECT_EQ(json::parse(r.out)["items"].size(), 0u);
+}
+
+TEST_F(CliClientTest, ARefusalReadsWellAndExits1) {
+  // Wider than the baseline, and not a system tree (those are refused before admission).
+  std::string wide = dir.file("wide.json", R"({"filesystem":{"allowWrite":["/srv/data"]}})");
+  auto r = cli({"sandbox", "create", "--policy", wide});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(r.err.starts_with("stockade: sandbox create: policy is wider than the daemon's baseline")) << r.err;
+  EXPECT_NE(r.err.find("\"/srv/data\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(E_SANDBOX_POLICY_CONFLICT)"), std::string::npos) << r.err;
+  std::string broken = dir.file("broken.json", R"({"network":{"allowedDomains":["*.com"]}})");
+  r = cli({"sandbox", "create", "--policy", broken});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("network.allowedDomains[0]"), std::string::npos) << "checked before anything is sent: " << r.err;
+  r = cli({"sandbox", "rm", "sb_00000000000000000000000000000000"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("(not_found)"), std::string::npos) << r.err;
+}
+
+TEST_F(CliClientTest, AMissingTokenSaysHowToGiveOne) {
+  auto r = cli({"sandbox", "ls"}, false);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("(unauthorized)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--token-file"), std::string::npos) << r.err;
+  // From the environment instead.
+  r = runProcess({"env", "STOCKADE_CONNECT=unix:" + daemon.socketPath(), "STOCKADE_TOKEN_FILE=" + daemon.tokenFile(),
+                  stockadeBinary(), "sandbox", "ls", "--json"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(json::parse(r.out)["items"].is_array());
+}
+
+TEST_F(CliClientTest, AnUnreachableDaemonIsNamed) {
+  auto r = runProcess({stockadeBinary(), "sandbox", "ls", "--connect", "unix:" + (dir / "nothing.sock")});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("cannot connect to unix:" + (dir / "nothing.sock")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is stockaded running?"), std::string::npos) << r.err;
+  r = runProcess({stockadeBinary(), "sandbox", "ls", "--connect", "nonsense"});
+  EXPECT_EQ(r.exitCode, 2);
+  r = runProcess({stockadeBinary(), "sandbox", "frobnicate", "--connect", "unix:/x"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("unknown subcommand"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stockade::testing
+
+// ---- processes through the CLI ----------------------------------------------
+
+#include <pty.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+
+#include <thread>
+
+namespace stockade::testing {
+namespace {
+
+class CliProcessTest : public CliClientTest {
+ protected:
+  // A sandbox under a policy with every field spelled out.
+  std::string sandbox() {
+    std::string policy = dir.file("policy.json", kBaseline);
+    auto r = cli({"sandbox", "create", "--policy", policy});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+};
+
+TEST_F(CliProcessTest, ExecStreamsStdoutAndStderrAndExitsWithTheStatus) {
+  std::string sb = sandbox();
+  auto r = cli({"exec", sb, "--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_EQ(r.exitCode, 7) << r.err;
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_NE(r.err.find("err\n"), std::string::npos) << r.err;
+  r = cli({"exec", sb, "/bin/sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(r.exitCode, 128 + SIGTERM) << r.err;
+  EXPECT_NE(r.err.find("killed by SIGTERM"), std::string::npos) << r.err;
+  r = cli({"exec", sb, "--env", "GREETING=hi", "--", "/bin/sh", "-c", "echo $GREETING"});
+  EXPECT_EQ(r.out, "hi\n");
+  r = cli({"exec", sb, "--env", "1BAD=x", "--", "/bin/true"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("env: \"1BAD\""), std::string::npos) << r.err;
+  r = cli({"exec", sb, "--", "/nonexistent"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("ENOENT"), std::string::npos) << r.err;
+}
+
+TEST_F(CliProcessTest, PsWaitAndKill) {
+  std::string sb = sandbox();
+  auto started = cli({"exec", "--detach", sb, "--", "/bin/sleep", "60"});
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  std::string pid = started.out.substr(0, started.out.find('\n'));
+  auto ps = cli({"ps", sb});
+  EXPECT_NE(ps.out.find(pid), std::string::npos) << ps.out;
+  EXPECT_NE(ps.out.find("running"), std::string::npos) << ps.out;
+  auto w = cli({"wait", sb, pid, "--timeout-ms", "100"});
+  EXPECT_EQ(w.exitCode, 124) << w.err;
+  EXPECT_EQ(cli({"kill", sb, pid, "--signal", "kill"}).exitCode, 0);
+  w = cli({"wait", sb, pid});
+  EXPECT_EQ(w.exitCode, 128 + SIGKILL);
+  EXPECT_EQ(w.out, "signaled SIGKILL\n");
+}
+
+// A unix-socket relay to the daemon that cuts its first connection after
+// `cutAfter` bytes of reply: what a dropped connection looks like to a client.
+class CuttingRelay {
+ public:
+  CuttingRelay(std::string listenPath, std::string target, std::size_t cutAfter)
+      : path_(std::move(listenPath)), target_(std::move(target)), cutAfter_(cutAfter) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strncpy(sa.sun_path, path_.c_str(), sizeof sa.sun_path - 1);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    ::listen(fd_, 16);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~CuttingRelay() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int cuts() const { return cuts_; }
+
+ private:
+  void loop() {
+    for (int n = 0;; ++n) {
+      int client = ::accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      std::thread([this, client, n] { relay(client, n == 0); }).detach();
+    }
+  }
+  void relay(int client, bool cut) {
+    int up = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strncpy(sa.sun_path, target_.c_str(), sizeof sa.sun_path - 1);
+    if (::connect(up, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+      ::close(client);
+      ::close(up);
+      return;
+    }
+    std::thread toUp([client, up] {
+      char buf[4096];
+      for (ssize_t n; (n = ::read(client, buf, sizeof buf)) > 0;)
+        if (::send(up, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) break;
+      ::shutdown(up, SHUT_WR);
+    });
+    std::size_t sent = 0;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(up, buf, sizeof buf)) > 0;) {
+      std::size_t take = static_cast<std::size_t>(n);
+      if (cut && sent + take > cutAfter_) take = cutAfter_ - sent;
+      // MSG_NOSIGNAL: a client gone first must not end the test with SIGPIPE.
+      if (::send(client, buf, take, MSG_NOSIGNAL) != static_cast<ssize_t>(take)) break;
+      sent += take;
+      if (cut && sent >= cutAfter_) {
+        ++cuts_;
+        break;
+      }
+    }
+    ::shutdown(client, SHUT_RDWR);
+    ::shutdown(up, SHUT_RDWR);
+    toUp.join();
+    ::close(client);
+    ::close(up);
+  }
+  std::string path_, target_;
+  std::size_t cutAfter_;
+  int fd_ = -1;
+  std::atomic<int> cuts_{0};
+  std::thread thread_;
+};
+
+TEST_F(CliProcessTest, LogsFollowAcrossALostConnectionWithoutLosingOrRepeatingALine) {
+  std::string sb = sandbox();
+  auto started = cli({"exec", "--detach", sb, "--", "/bin/sh", "-c",
+                      "i=1; while [ $i -le 300 ]; do echo line $i; i=$((i+1)); sleep 0.005; done"});
+  std::string pid = started.out.substr(0, started.out.find('\n'));
+  CuttingRelay relay(dir / "relay.sock", daemon.socketPath(), 3000);
+  auto r = runProcess({stockadeBinary(), "logs", sb, pid, "-f", "--connect", "unix:" + (dir / "relay.sock"),
+                       "--token-file", daemon.tokenFile()});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(relay.cuts(), 1) << "the first connection was cut mid-stream";
+  std::string want;
+  for (int i = 1; i <= 300; ++i) want += "line " + std::to_string(i) + "\n";
+  EXPECT_EQ(r.out, want);
+}
+
+TEST_F(CliProcessTest, AttachPutsTheTerminalInRawModeAndRestoresIt) {
+  std::string sb = sandbox();
+  auto made = daemon.client().request("POST", "/v1/sandboxes/" + sb + "/ptys", R"({"cmd":"cat","cols":80,"rows":24})");
+  ASSERT_EQ(made.status, 200) << made.body;
+  std::string pid = nlohmann::json::parse(made.body)["id"];
+  int master = -1;
+  termios before{};
+  pid_t child = ::forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string cliPath = stockadeBinary(), connect = "unix:" + daemon.socketPath(), token = daemon.tokenFile();
+    ::execl(cliPath.c_str(), cliPath.c_str(), "attach", sb.c_str(), pid.c_str(), "--connect", connect.c_str(),
+            "--token-file", token.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::tcgetattr(master, &before);
+  std::string screen;
+  auto readUntil = [&](const std::string& want) {
+    for (int i = 0; i < 500 && screen.find(want) == std::string::npos; ++i) {
+      pollfd p{master, POLLIN, 0};
+      if (::poll(&p, 1, 20) > 0) {
+        char buf[1024];
+        ssize_t n = ::read(master, buf, sizeof buf);
+        if (n > 0) screen.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    return screen.find(want) != std::string::npos;
+  };
+  // Raw mode: the local terminal no longer echoes or cooks; what comes back
+  // is the sandbox's terminal echoing, then cat.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  termios during{};
+  ::tcgetattr(master, &during);
+  EXPECT_EQ(during.c_lflag & (ECHO | ICANON), 0u) << "attach did not put the terminal in raw mode";
+  ASSERT_EQ(::write(master, "ping\r", 5), 5);
+  EXPECT_TRUE(readUntil("ping")) << screen;
+  ASSERT_EQ(::write(master, "\x1d", 1), 1);  // Ctrl-]: detach
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  termios after{};
+  ::tcgetattr(master, &after);
+  EXPECT_EQ(after.c_lflag, before.c_lflag) << "the terminal's mode was not restored";
+  EXPECT_EQ(after.c_iflag, before.c_iflag);
+  EXPECT_EQ(after.c_oflag, before.c_oflag);
+  ::close(master);
+}
+
+}  // namespace
+}  // namespace stockade::testing
