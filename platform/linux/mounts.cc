@@ -630,9 +630,8 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
 
   // 5. Every operation, in path order (an operation lands on top of those at
   //    its ancestors).
-  // Mounts a clone of the view at `p` onto itself, with `attrs` added (0: as
-  // it is). A mount point cannot be renamed away, which is what pins it.
-  auto rebind = [&](const char* p, std::uint64_t attrs) -> bool {
+  // Mounts a clone of the view at `p` onto itself, read-only at every depth.
+  auto readOnly = [&](const char* p) -> bool {
     Fd target(resolve(rootFd, p));
     if (target.fd < 0) {
       if (errno == ENOENT) return true;  // not visible in the sandbox: nothing to write to
@@ -644,7 +643,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       error.add("open_tree(").quoted(p).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
       return error.fail(SetupStep::kMounts);
     }
-    if (attrs != 0 && !setAttr(tree.fd, p, attrs, true, error)) return false;
+    if (!setAttr(tree.fd, p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
     return attach(tree.fd, target.fd, p, error);
   };
   auto mask = [&](const char* p, bool keepWritable) -> bool {
@@ -705,7 +704,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       case Kind::kBrokered:
       case Kind::kCarveOut: ok = bindClone(*slot++, p); break;
       case Kind::kLink: ok = makeLink(rootFd, p, op.target.c_str(), error); break;
-      case Kind::kReadOnly: ok = rebind(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV); break;
+      case Kind::kReadOnly: ok = readOnly(p); break;
       case Kind::kMask: ok = mask(p, op.sealAfter); break;
     }
     if (!ok) return false;

@@ -147,7 +147,7 @@ std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physica
 
 // What a sandbox's mounts were built from, for using the sandbox later
 // (prepare()): mounts hold objects, not names, and a copy of the host's mount
-// table. A snapshot holds every object the plan binds, covers or pins open
+// table. A snapshot holds every object the plan binds or covers open
 // (O_PATH), so none can be freed and its inode number handed to a new file
 // while the snapshot lives, and watches the supervisor's mount table.
 class HostSnapshot {
