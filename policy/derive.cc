@@ -13,6 +13,7 @@
 #include "policy/dir_listing.h"
 #include "policy/domain.h"
 #include "policy/paths.h"
+#include "policy/protected_names.h"
 #include "policy/text.h"
 #include "policy/rules_builder.h"
 
@@ -72,6 +73,7 @@ class Deriver {
     b_.fs.defaultWrite = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"};
     if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, {"context.tmpdir"}));
     for (const auto& root : b_.fs.allowWrite) findMandatoryDenies(root);
+    b_.fs.protectedNames = policy::tableProtectedNames();
 
     const auto& net = policy_.network();
     b_.net.allowedDomains = domains(net.allowedDomains, policy::DomainUse::kAllow);

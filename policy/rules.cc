@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/paths.h"
+#include "policy/protected_names.h"
 #include "policy/rules_builder.h"
 
 namespace stockade {
@@ -19,7 +20,8 @@ void canonicalise(std::vector<T>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-json domainList(const std::vector<DomainRule>& rules) {
+template <typename Rule>
+json textList(const std::vector<Rule>& rules) {
   json out = json::array();
   for (const auto& r : rules) out.push_back(r.text());
   return out;
@@ -45,6 +47,7 @@ DerivedRules RulesBuilder::build() && {
                      &fs.defaultWrite, &fs.denyWrite, &fs.denyWritePatterns, &fs.mandatoryDenyWrite,
                      &net.allowUnixSockets, &env})
     canonicalise(*list);
+  canonicalise(fs.protectedNames);
   canonicalise(net.allowedDomains);
   canonicalise(net.deniedDomains);
   DerivedRules out;
@@ -66,10 +69,11 @@ std::string DerivedRules::toJson() const {
         {"defaultWrite", fs_.defaultWrite},
         {"denyWrite", fs_.denyWrite},
         {"denyWritePatterns", fs_.denyWritePatterns},
-        {"mandatoryDenyWrite", fs_.mandatoryDenyWrite}}},
+        {"mandatoryDenyWrite", fs_.mandatoryDenyWrite},
+        {"protectedNames", textList(fs_.protectedNames)}}},
       {"network",
-       {{"allowedDomains", domainList(net_.allowedDomains)},
-        {"deniedDomains", domainList(net_.deniedDomains)},
+       {{"allowedDomains", textList(net_.allowedDomains)},
+        {"deniedDomains", textList(net_.deniedDomains)},
         {"allowUnixSockets", net_.allowUnixSockets},
         {"allowAllUnixSockets", net_.allowAllUnixSockets},
         {"allowLocalBinding", net_.allowLocalBinding}}},
@@ -113,9 +117,12 @@ bool DerivedRules::readable(std::string_view path) const {
   return allow && allow->size() > deny->size();
 }
 
+std::string ProtectedName::text() const { return nonDirectoryOnly ? pattern + " (not a directory)" : pattern; }
+
 bool DerivedRules::writable(std::string_view path) const {
   if (!anyContaining(fs_.allowWrite, path) && !anyContaining(fs_.defaultWrite, path)) return false;
-  return !anyContaining(fs_.denyWrite, path) && !anyContaining(fs_.mandatoryDenyWrite, path);
+  if (anyContaining(fs_.denyWrite, path) || anyContaining(fs_.mandatoryDenyWrite, path)) return false;
+  return policy::ProtectedNameMatcher(fs_.protectedNames).protecting(path, /*isDirectory=*/false) == nullptr;
 }
 
 }  // namespace stockade

@@ -15,6 +15,7 @@
 
 #include "platform/linux/kernel_abi.h"
 #include "policy/paths.h"
+#include "policy/write_decision.h"
 
 namespace stockade::platform {
 namespace {
@@ -35,10 +36,6 @@ bool beneathAny(const std::string& path, const std::vector<std::string>& roots) 
   return std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return beneath(path, r); });
 }
 
-// Paths the mount layer builds itself rather than binding from the host.
-bool builtInternally(const std::string& path) {
-  return beneath(path, "/dev") || beneath(path, "/proc") || path == "/tmp";
-}
 
 // --- child side: everything below is async-signal-safe -------------------
 
@@ -213,7 +210,14 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
       error.add("openat(\"/dev\", ").quoted(node).add(", O_CREAT|O_EXCL|O_NOFOLLOW, 0444)");
       return error.fail(SetupStep::kMounts);
     }
-    if (!mountAt(hostPath, placeholder.fd, hostPath, nullptr, MS_BIND, nullptr, error)) return false;
+    // Read-only: the device stays writable (a device node's writes do not
+    // need a writable mount), its inode -- the host's -- cannot be changed.
+    Fd device(cloneHostTree(hostPath, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, error));
+    if (device.fd < 0) {
+      if (error.error == 0) error.add("open_tree(").quoted(hostPath).add("): missing on the host");
+      return error.fail(SetupStep::kMounts);
+    }
+    if (!attach(device.fd, placeholder.fd, hostPath, error)) return false;
   }
   // As above, for the two directories.
   auto subdir = [&](const char* name) -> int {
@@ -279,9 +283,9 @@ HostSnapshot HostSnapshot::take(const MountPlan& plan) {
     }
     snapshot.entries_.push_back(std::move(e));
   };
-  for (const auto* list : {&plan.writable, &plan.pinned, &plan.carveOuts, &plan.innerMasks})
+  for (const auto* list : {&plan.writable, &plan.carveOuts, &plan.innerMasks})
     for (const auto& p : *list) add(p, false);
-  for (const auto* list : {&plan.readOnly, &plan.uncoverableDenyWrite})
+  for (const auto* list : {&plan.readOnly, &plan.writeDenied, &plan.uncoverableDenyWrite})
     for (const auto& p : *list) add(p, true);
   for (const auto& m : plan.masks) add(m.path, false);
   return snapshot;
@@ -309,39 +313,24 @@ bool HostSnapshot::unchanged() const {
 MountPlan planMounts(const DerivedRules& rules) {
   const auto& fs = rules.filesystem();
   MountPlan plan;
-  std::vector<std::string> writable;
-  for (const auto* list : {&fs.allowWrite, &fs.defaultWrite})
-    for (const auto& p : *list)
-      if (!builtInternally(p)) writable.push_back(p);
-  std::sort(writable.begin(), writable.end());
-  writable.erase(std::unique(writable.begin(), writable.end()), writable.end());
-  // Outer trees first; a nested writable path is already covered by its parent's bind.
-  for (const auto& p : writable)
-    if (!beneathAny(p, plan.writable)) plan.writable.push_back(p);
-
+  plan.writable = policy::brokeredTrees(rules);
+  // Write denies need no mount: the broker decides each write by name. What
+  // is left to say is where that cannot hold.
   std::vector<std::string> denies;
-  for (const auto* list : {&fs.denyWrite, &fs.mandatoryDenyWrite})
-    for (const auto& p : *list)
-      if (beneathAny(p, plan.writable) || beneath(p, "/tmp")) denies.push_back(p);
+  for (const auto* list : {&fs.denyWrite, &fs.mandatoryDenyWrite}) denies.insert(denies.end(), list->begin(), list->end());
   std::sort(denies.begin(), denies.end());
   denies.erase(std::unique(denies.begin(), denies.end()), denies.end());
   for (const auto& p : denies) {
-    struct stat st;
-    if (::lstat(p.c_str(), &st) != 0) {
+    if (beneathAny(p, plan.writable)) {
+      struct stat st;
+      if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        plan.writeDenied.push_back(p);
+        if (st.st_nlink > 1) plan.linkedDenyWrite.push_back(p);
+      }
+    } else if (beneath(p, "/tmp") || beneath(p, "/dev/shm")) {
       plan.uncoverableDenyWrite.push_back(p);
-      continue;
     }
-    if (S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(p);
-    if (!beneathAny(p, plan.readOnly)) plan.readOnly.push_back(p);
   }
-  for (const auto& p : plan.readOnly) {
-    auto root = std::find_if(plan.writable.begin(), plan.writable.end(), [&](const std::string& w) { return beneath(p, w); });
-    if (root == plan.writable.end()) continue;  // under the private /tmp: nothing to pin on the host tree
-    for (std::string a = p.substr(0, p.rfind('/')); a.size() > root->size() && beneath(a, *root);
-         a = a.substr(0, a.rfind('/')))
-      if (std::find(plan.pinned.begin(), plan.pinned.end(), a) == plan.pinned.end()) plan.pinned.push_back(a);
-  }
-  std::sort(plan.pinned.begin(), plan.pinned.end());
   // The fresh /proc: kernel-wide knobs read-only, as bubblewrap and Docker do.
   // The child may be the host's uid 0, and Landlock (when the kernel has it)
   // must not be the only thing between it and kernel.core_pattern.
@@ -397,9 +386,25 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   if (!setAttr(root.fd, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error))
     return false;
   int* slot = plan.scratch.data();
-  for (const auto& p : plan.writable) {
-    *slot = cloneHostTree(p.c_str(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
+  for (std::size_t i = 0; i < plan.writable.size(); ++i) {
+    // Read-only: the child writes nothing in it by itself. It must be the
+    // very object the write broker holds (opened by the parent, whose mount
+    // namespace a clone cannot be taken from), or the broker would write
+    // where the child does not look.
+    const char* path = plan.writable[i].c_str();
+    *slot = cloneHostTree(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
     if (*slot < 0 && error.error != 0) return false;
+    struct stat bound, held;
+    bool same = (*slot < 0 && plan.writableFds[i] < 0) ||
+                (*slot >= 0 && plan.writableFds[i] >= 0 && ::fstat(*slot, &bound) == 0 &&
+                 ::fstat(plan.writableFds[i], &held) == 0 && bound.st_dev == held.st_dev &&
+                 bound.st_ino == held.st_ino);
+    if (plan.writableFds[i] >= 0) ::close(plan.writableFds[i]);
+    if (!same) {
+      errno = ESTALE;
+      error.add("writable tree ").quoted(path).add(" changed between planning and binding");
+      return error.fail(SetupStep::kMounts);
+    }
     ++slot;
   }
   for (const auto& p : plan.carveOuts) {
@@ -467,10 +472,8 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     if (target.fd < 0) return error.fail(SetupStep::kMounts);
     if (!attach(tree.fd, target.fd, p.c_str(), error)) return false;
   }
-  // 6. Pin the ancestors of write denies (outermost first), then make the
-  //    denies read-only at every depth.
-  // Mounts a clone of the tree at `p` onto itself, with `attrs` added (0: as
-  // it is). A mount point cannot be renamed away, which is what pins it.
+  // 6. /proc's kernel-wide knobs read-only.
+  // Mounts a clone of the tree at `p` onto itself, with `attrs` added.
   auto rebind = [&](const std::string& p, std::uint64_t attrs) -> bool {
     Fd target(resolve(rootFd, p.c_str()));
     if (target.fd < 0) {
@@ -483,11 +486,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       error.add("open_tree(").quoted(p.c_str()).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
       return error.fail(SetupStep::kMounts);
     }
-    if (attrs != 0 && !setAttr(tree.fd, p.c_str(), attrs, true, error)) return false;
+    if (!setAttr(tree.fd, p.c_str(), attrs, true, error)) return false;
     return attach(tree.fd, target.fd, p.c_str(), error);
   };
-  for (const auto& p : plan.pinned)
-    if (!rebind(p, 0)) return false;
   for (const auto& p : plan.readOnly)
     if (!rebind(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) return false;
   // 7. Read masks, then carve-outs, then masks inside carve-outs.

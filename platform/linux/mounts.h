@@ -4,14 +4,16 @@
 //   masks       an empty read-only tmpfs over every read-denied directory and
 //               an empty read-only file (from a private tmpfs, never the host)
 //               over every read-denied file; allowRead carve-outs bound back in
-//   writable    read-write binds of the write-allowed trees
-//   read-only   denyWrite and mandatory denies inside them, bound read-only;
-//               their ancestors inside the writable tree pinned as mount
-//               points so they cannot be renamed away
-//   /proc       fresh, for the child's pid namespace
-//   /dev        tmpfs with null zero full random urandom tty, devpts (its own
-//               instance, capped at the sandbox's share of the host's ptys:
-//               user_counters.h), shm
+//   writable    the write-allowed trees, bound READ-ONLY: the child holds no
+//               write right of its own there; the write broker
+//               (write_broker.h) performs its writes, call by call, through
+//               the very objects bound here
+//   /proc       fresh, for the child's pid namespace, its kernel-wide knobs
+//               read-only
+//   /dev        tmpfs with null zero full random urandom tty (read-only binds:
+//               the devices stay writable, their inodes cannot be changed),
+//               devpts (its own instance, capped at the sandbox's share of
+//               the host's ptys: user_counters.h), shm
 //   /tmp        private tmpfs
 // Every tmpfs has a size: /tmp and /dev/shm sandboxTmpfsBytes() each, the
 // masks, /dev and the staging tmpfs 4 KiB (they hold empty files and
@@ -20,8 +22,9 @@
 //
 // planMounts() runs in the parent (it allocates); applyMounts() runs in the
 // child between clone and exec and is async-signal-safe. Every path is looked
-// up with openat2(RESOLVE_NO_SYMLINKS), so a symlink planted after derive()
-// can neither redirect a writable bind nor move a mask.
+// up with openat2(RESOLVE_NO_SYMLINKS), and the writable trees are bound from
+// descriptors, so a symlink planted after derive() can neither redirect a
+// writable bind nor move a mask.
 #pragma once
 
 #include <sys/types.h>
@@ -42,21 +45,20 @@ struct MountPlan {
     std::string path;
     bool hasCarveOut = false;  // tmpfs stays writable until carve-outs are bound
   };
-  std::vector<std::string> writable;   // rw binds, host path == sandbox path
-  std::vector<std::string> readOnly;   // denies inside writable trees, and /proc's kernel-wide knobs
-  // Directories between a writable root and a deny inside it, bound onto
-  // themselves so they are mount points: rename() and rmdir() of a mount
-  // point fail with EBUSY, so `mv .git elsewhere; mkdir -p .git/hooks` cannot
-  // swap a fresh writable tree in place of a read-only one.
-  std::vector<std::string> pinned;
+  // The brokered trees (policy::brokeredTrees()), bound read-only, host path
+  // == sandbox path. Writes in them are brokered.
+  std::vector<std::string> writable;
+  std::vector<std::string> readOnly;   // /proc's kernel-wide knobs
   std::vector<Mask> masks;             // outermost read denies
   std::vector<std::string> carveOuts;  // allowRead entries inside a mask
   std::vector<std::string> innerMasks; // read denies inside a carve-out
-  // Deny-write paths inside writable trees that do not exist: no mount can
-  // cover them without leaving a placeholder on the host.
+  // Deny-write paths in the sandbox's private /tmp, which the child writes
+  // with rights of its own (nothing there is brokered).
   std::vector<std::string> uncoverableDenyWrite;
-  // Write-denied files with more than one name: the read-only bind covers
-  // this name only; another name in a writable tree reaches the same file.
+  // Write-denied regular files in the writable trees, and those with more
+  // than one name: the broker denies writes by name, so another name reaches
+  // the same file.
+  std::vector<std::string> writeDenied;
   std::vector<std::string> linkedDenyWrite;
   // Scratch for the child (one slot per writable + carve-out source); sized by
   // planMounts() because the child may not allocate.
@@ -69,6 +71,9 @@ struct MountPlan {
   // the sysctls are written through the fresh /proc while /proc/sys is still
   // writable; the RLIMITs are for spawn() to apply; ptys caps /dev/pts.
   UserCounterCaps userCounters;
+  // The writable trees' descriptors, aligned with `writable` (-1: missing);
+  // owned by the write broker, set before clone.
+  std::vector<int> writableFds;
 };
 
 MountPlan planMounts(const DerivedRules& rules);
@@ -107,7 +112,8 @@ class HostSnapshot {
 };
 
 // Child side. Builds the view under a private staging tmpfs, pivots into it
-// and leaves the process at "/". False with `error` filled on failure.
+// and leaves the process at "/". False with `error` filled on failure. The
+// writable trees' descriptors are closed on the way.
 bool applyMounts(const MountPlan& plan, ChildError& error) noexcept;
 
 }  // namespace stockade::platform

@@ -16,10 +16,12 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -33,7 +35,9 @@
 #include "platform/linux/privileges.h"
 #include "platform/linux/process.h"
 #include "platform/linux/seccomp.h"
+#include "platform/linux/write_broker.h"
 #include "policy/paths.h"
+#include "policy/write_decision.h"
 
 namespace stockade::platform {
 namespace {
@@ -49,6 +53,7 @@ struct ChildPlan {
   int channelFd = -1;       // fds for the supervisor: proxy listeners, then the seccomp listener
   int commandFd = -1;       // the program arrives here (receiveProgram())
   int cgroupTasks[3] = {-1, -1, -1};  // cgroup v1 only: the sandbox cgroups' "tasks" files, to join before forking
+  std::span<const int> treeFds;  // the writable trees, bound by applyMounts() (which closes them)
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   bool terminal = false;  // Stdio::kTerminal: make a PTY after the mounts (openSandboxPty())
@@ -214,15 +219,28 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
   fail(plan, error, SetupStep::kExec);
 }
 
-// Closes every fd above 2 except the child's own (the plan's). Async-signal-safe.
+// Closes every fd above 2 except the child's own (the plan's, and the
+// writable trees' until the mounts are built). Async-signal-safe.
 bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
-  int keep[] = {plan.errorFd,        plan.statusFd,       plan.channelFd,     plan.commandFd,
-                plan.cgroupTasks[0], plan.cgroupTasks[1], plan.cgroupTasks[2]};
-  constexpr int kCount = sizeof(keep) / sizeof(keep[0]);
-  for (int i = 1; i < kCount; ++i)  // insertion sort: seven entries
-    for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
+  constexpr std::size_t kMaxKeep = 64;
+  int keep[kMaxKeep];
+  std::size_t count = 0;
+  for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0],
+                 plan.cgroupTasks[1], plan.cgroupTasks[2]})
+    keep[count++] = fd;
+  for (int fd : plan.treeFds) {
+    if (count == kMaxKeep) {
+      errno = EMFILE;
+      error.add("keeping more than ").number(kMaxKeep).add(" descriptors for the mounts");
+      return error.fail(SetupStep::kCloseFds);
+    }
+    keep[count++] = fd;
+  }
+  for (std::size_t i = 1; i < count; ++i)  // insertion sort: a handful of entries
+    for (std::size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
   unsigned next = 3;
-  for (int fd : keep) {
+  for (std::size_t i = 0; i < count; ++i) {
+    int fd = keep[i];
     if (fd < static_cast<int>(next)) continue;  // -1, 0-2, or a duplicate
     if (static_cast<unsigned>(fd) > next && abi::closeRange(next, static_cast<unsigned>(fd) - 1, 0) != 0) {
       error.add("close_range(").number(next).add(", ").number(fd - 1).add(", 0)");
@@ -427,16 +445,26 @@ void forwardSignal(int sig) noexcept {
   if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
   if (!applyMounts(*plan.mounts, error)) report(plan, error);
   if (plan.terminal && !openSandboxPty(plan, error)) report(plan, error);
+  // The sandbox's root, for the write broker to resolve the child's paths in.
+  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) {
+    error.add("open(\"/\", O_PATH|O_DIRECTORY)");
+    fail(plan, error, SetupStep::kMounts);
+  }
   if (!dropCapabilities(error)) report(plan, error);
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
-  // The filter's listener goes to the supervisor, which answers the denials;
-  // nothing in the sandbox may keep it (it could answer its own).
+  // The filter's listener goes to the supervisor, which answers the denials
+  // and brokers the writes; nothing in the sandbox may keep it (it could
+  // answer its own calls).
   int listener = -1;
-  if (!installSeccomp(*plan.seccomp, listener, error)) report(plan, error);
-  const int listeners[] = {listener};
-  if (!sendFds(plan.channelFd, listeners, SetupStep::kSeccomp, "seccomp listener", error)) report(plan, error);
+  bool killableWait = false;
+  if (!installSeccomp(*plan.seccomp, listener, killableWait, error)) report(plan, error);
+  const int forSupervisor[] = {listener, root};
+  if (!sendFds(plan.channelFd, forSupervisor, SetupStep::kSeccomp, "seccomp listener and root", error))
+    report(plan, error);
   ::close(listener);
+  ::close(root);
   ::close(plan.channelFd);
   if (!joinCgroups(plan.cgroupTasks, 3, error)) report(plan, error);
 
@@ -457,12 +485,14 @@ void forwardSignal(int sig) noexcept {
   runInit(plan, program, error);
 }
 
+// Where the child may write with rights of its own: only what is private to
+// the sandbox (its /tmp, /dev/shm, /dev/pts) and the default devices. The
+// writable trees get nothing: their writes are brokered.
 std::vector<std::string> landlockWritable(const DerivedRules& rules) {
   std::vector<std::string> out;
   for (const auto* list : {&rules.filesystem().allowWrite, &rules.filesystem().defaultWrite})
     for (const auto& p : *list)
-      if (p != "/dev/stdout" && p != "/dev/stderr" && p != "/dev/stdin") out.push_back(p);
-  // Built by the mount layer, private to the sandbox.
+      if (policy::builtPrivately(p) && p != "/dev/stdout" && p != "/dev/stderr" && p != "/dev/stdin") out.push_back(p);
   for (const char* p : {"/tmp", "/dev/shm", "/dev/pts"}) out.emplace_back(p);
   return out;
 }
@@ -626,6 +656,17 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
   }
 }
 
+// The running kernel is at least major.minor.
+bool kernelAtLeast(int major, int minor) {
+  static const std::pair<int, int> version = [] {
+    utsname u{};
+    int a = 0, b = 0;
+    if (::uname(&u) == 0) std::sscanf(u.release, "%d.%d", &a, &b);
+    return std::pair<int, int>(a, b);
+  }();
+  return version >= std::pair<int, int>(major, minor);
+}
+
 // probeEnforcement() with the mount plan already made (spawning needs the
 // plan itself; planning twice cost an lstat per write-denied path).
 EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts,
@@ -656,13 +697,23 @@ EnforcementReport probe(const DerivedRules& rules, const MountPlan& mounts,
   if (!rules.network().allowUnixSockets.empty() && !rules.network().allowAllUnixSockets)
     r.degradations.push_back("network.allowUnixSockets: unix sockets are allowed as a whole; every socket file visible "
                              "in the sandbox can be connected to, not only the listed ones");
+  r.brokeredTrees = mounts.writable;
+  r.writeBroker = true;
+  if (!kernelAtLeast(5, 14)) {
+    r.writeBroker = false;
+    r.degradations.push_back("write broker: the kernel lacks SECCOMP_ADDFD_FLAG_SEND (Linux 5.14); no write in a "
+                             "writable tree can be performed");
+  } else if (!kernelAtLeast(5, 19)) {
+    r.degradations.push_back("write broker: the kernel lacks SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19); a "
+                             "signal can interrupt a write the broker has already performed (the program sees EINTR)");
+  }
   for (const auto& p : mounts.uncoverableDenyWrite)
     r.degradations.push_back("filesystem: write-denied path \"" + p +
-                             "\" does not exist; its creation cannot be prevented without a placeholder on the host");
+                             "\" lies in the sandbox's private /tmp, which the program writes with rights of its own");
   for (const auto& p : mounts.linkedDenyWrite)
     r.degradations.push_back("filesystem: write-denied file \"" + p +
-                             "\" has other hard links; only this name is read-only, the file stays writable through "
-                             "the others");
+                             "\" has other hard links; writes are refused by this name only, the file stays writable "
+                             "through the others");
   return r;
 }
 
@@ -725,7 +776,12 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     child.cgroup = std::move(cgroup);
     cgroupTasks = std::move(tasks);
   }
-  child.fileSizeBytes = limits.fileSizeBytes;
+  const SeccompOptions seccompOptions{.allowUnixSockets = request.rules.network().unixSocketsAllowed(),
+                                      .limitFileSize = limits.fileSizeBytes != 0};
+  auto broker = WriteBroker::open(request.rules, seccompOptions);
+  if (auto* e = std::get_if<std::string>(&broker)) return parentError(SetupStep::kPrepare, "", 0, *e);
+  child.broker = std::move(std::get<std::shared_ptr<WriteBroker>>(broker));
+  sandbox.mounts_.writableFds = child.broker->treeFds();
   LandlockPlan landlock;
   landlock.abi = child.enforcement.landlockAbi;
   landlock.writable = landlockWritable(request.rules);
@@ -775,6 +831,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.channelFd = channelChild.get();
   plan.commandFd = commandChild.get();
   for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) plan.cgroupTasks[i] = cgroupTasks[i].get();
+  plan.treeFds = sandbox.mounts_.writableFds;
   for (int i = 0; i < 3; ++i) plan.stdioFds[i] = childStdio[i].get();
   plan.newSession = request.newSession;
   plan.terminal = request.stdio == Stdio::kTerminal;
@@ -785,8 +842,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   plan.proxyPort = request.proxyPort;
   plan.mounts = &sandbox.mounts_;
   plan.landlock = &landlock;
-  plan.seccomp = &seccompProgram({.allowUnixSockets = request.rules.network().unixSocketsAllowed(),
-                                  .limitFileSize = limits.fileSizeBytes != 0});
+  plan.seccomp = &seccompProgram(seccompOptions);
   // The rlimits stand in for a cgroup only where none is usable (a degradation says so).
   const auto& shares = sandbox.mounts_.userCounters;
   plan.limits = {.cpuSeconds = child.enforcement.cpuLimit == LimitMechanism::kRlimit ? limits.cpuSeconds : 0,
@@ -855,12 +911,15 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
     }
     child_.terminal = std::move(std::get<std::vector<UniqueFd>>(master).front());
   }
-  auto seccomp = receiveFds(channel_.get(), 1, "seccomp listener channel");
+  auto seccomp = receiveFds(channel_.get(), 2, "seccomp listener and root channel");
   if (auto* e = std::get_if<std::string>(&seccomp)) {
     discard();
     return parentError(SetupStep::kSeccomp, "", 0, *e);
   }
-  child_.seccompListener = std::move(std::get<std::vector<UniqueFd>>(seccomp).front());
+  auto& fds = std::get<std::vector<UniqueFd>>(seccomp);
+  child_.seccompListener = std::move(fds[0]);
+  child_.broker->attachRoot(std::move(fds[1]));
+  (void)preferSynchronousWakeUp(child_.seccompListener.get());
   channel_.reset();
   return std::nullopt;
 }
@@ -981,7 +1040,7 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
     }
     if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
     if (fds[2].revents & POLLIN) {
-      auto denial = answerDenial(child.seccompListener.get(), {.fileSizeBytes = child.fileSizeBytes});
+      auto denial = answerNotification(child.seccompListener.get(), *child.broker);
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
       if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
     } else if (fds[2].revents & (POLLHUP | POLLERR)) {

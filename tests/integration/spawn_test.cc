@@ -124,7 +124,7 @@ TEST_F(SpawnTest, ProxyListenersAcceptTheChildsConnectionsOnTheProxyPortOnly) {
   for (int i = 0; i < 300 && !connected; ++i) {
     pollfd p[2] = {{child.proxyListeners[0].get(), POLLIN, 0}, {child.seccompListener.get(), POLLIN, 0}};
     ASSERT_GE(::poll(p, 2, 100), 0);
-    if (p[1].revents & POLLIN) (void)answerDenial(child.seccompListener.get());
+    if (p[1].revents & POLLIN) (void)answerNotification(child.seccompListener.get(), *child.broker);
     connected = p[0].revents & POLLIN;
   }
   ASSERT_TRUE(connected);
