@@ -62,6 +62,18 @@ std::optional<std::string> nameOf(int fd) {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
+// openat2() confined to a root (RESOLVE_IN_ROOT, RESOLVE_BENEATH) refuses a
+// ".." with EAGAIN when a rename anywhere on the system may have raced it;
+// the answer is to ask again.
+int openat2Confined(int dirfd, const char* path, std::uint64_t flags, std::uint64_t resolve) {
+  int fd = -1;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    fd = abi::openat2(dirfd, path, flags, resolve);
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
+  return fd;
+}
+
 std::string join(std::string_view dir, std::string_view name) {
   std::string out(dir);
   if (out.empty() || out.back() != '/') out += '/';
@@ -120,6 +132,7 @@ struct Place {
   std::string path;  // in the child's view (the host's too: trees are bound where they are)
   ObjectKind kind = ObjectKind::kNone;
   struct stat st {};
+  bool trailingSlash = false;  // spelt "name/": only a directory may be there, or be made
 
   bool isRoot() const { return !parent; }
   bool exists() const { return kind != ObjectKind::kNone; }
@@ -147,7 +160,34 @@ struct Name {
   int dirfd = AT_FDCWD;
   std::optional<std::string> path;  // nullopt: the object is `dirfd` itself (fchmod, AT_EMPTY_PATH)
   bool follow = false;              // a symlink at the name is followed
+  // A last component "." or ".." names the directory itself (chmod, utimes,
+  // O_TMPFILE); for calls that make or remove names it is the kernel's error.
+  bool dotIsObject = false;
 };
+
+// The spellings of "the caller's own descriptor N" the kernel resolves as
+// magic links, which the broker cannot follow from outside the sandbox's pid
+// namespace: "/proc/self/fd/N", "/proc/thread-self/fd/N", "/dev/fd/N",
+// "/dev/stdin" ... Sets `fd` and `rest` (what follows, "" or "/...").
+bool ownDescriptor(std::string_view path, int& fd, std::string_view& rest) {
+  for (auto [name, number] : {std::pair<std::string_view, int>{"/dev/stdin", 0}, {"/dev/stdout", 1}, {"/dev/stderr", 2}})
+    if (path == name) {
+      fd = number;
+      rest = {};
+      return true;
+    }
+  for (std::string_view prefix : {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"}) {
+    if (!path.starts_with(prefix)) continue;
+    std::string_view digits = path.substr(prefix.size());
+    std::size_t n = 0;
+    while (n < digits.size() && n < 9 && digits[n] >= '0' && digits[n] <= '9') ++n;
+    if (n == 0 || (n < digits.size() && digits[n] != '/')) return false;
+    fd = std::atoi(std::string(digits.substr(0, n)).c_str());
+    rest = digits.substr(n);
+    return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -179,6 +219,10 @@ class BrokeredCallHandler {
   // --- resolution ------------------------------------------------------------
   Resolution resolve(const Name& name) const;
   Resolution resolveObject(int fd) const;
+  // For a descriptor the broker handed out (its file is on the host's mount
+  // of a tree, not the sandbox's read-only view): the file's name now, or
+  // "" when it has none. nullopt for any other descriptor.
+  std::optional<std::string> issuedByBroker(int fd, ObjectKind& kind) const;
   Resolution place(std::string_view parentPath, std::string_view last, bool trailingSlash, bool follow,
                    int depth) const;
   // `target`: absolute and lexically normal, in tree `tree`.
@@ -204,7 +248,7 @@ class BrokeredCallHandler {
 
   // Reads a path argument: nullopt with `answer` set when it cannot be read.
   std::optional<Name> pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow, Answer& answer,
-                              bool emptyIsObject = false) const;
+                              bool emptyIsObject = false, bool dotIsObject = false) const;
 
   Answer open(std::uint64_t flags, std::uint64_t mode, bool strict);
   Answer openHow();
@@ -277,10 +321,11 @@ std::optional<mode_t> BrokeredCallHandler::childUmask() const {
 }
 
 std::optional<Name> BrokeredCallHandler::pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow,
-                                                 Answer& answer, bool emptyIsObject) const {
+                                                 Answer& answer, bool emptyIsObject, bool dotIsObject) const {
   Name name;
   name.dirfd = dirfdIndex >= 0 ? intArg(dirfdIndex) : AT_FDCWD;
   name.follow = follow;
+  name.dotIsObject = dotIsObject;
   if (pathIndex < 0 || arg(pathIndex) == 0) {
     if (pathIndex >= 0 && spec_.kind != BrokeredKind::kUtimens) {
       answer = cont();  // a NULL path: the kernel's EFAULT
@@ -319,8 +364,8 @@ Resolution BrokeredCallHandler::hostPlace(std::size_t tree, const std::string& t
   if (rel.empty()) {
     p.parent.reset(::fcntl(p.treeFd, F_DUPFD_CLOEXEC, 0));
   } else {
-    p.parent.reset(abi::openat2(p.treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    p.parent.reset(openat2Confined(p.treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
   }
   if (!p.parent) return notBrokered();  // changed under us: the kernel decides, in the child's view
   p.name = target.substr(cut + 1);
@@ -348,7 +393,7 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
   }
   if (!found) {
     // In the child's view: from its root, as the kernel would walk it.
-    UniqueFd dir(abi::openat2(b_.root_.get(), std::string(parentPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+    UniqueFd dir(openat2Confined(b_.root_.get(), std::string(parentPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
                               RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS));
     if (!dir) return notBrokered();  // ENOENT, ELOOP, a magic link...: the kernel's to say
     auto real = nameOf(dir.get());
@@ -378,6 +423,7 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     return place(cut == 0 ? "/" : std::string_view(next).substr(0, cut), nextLast, slash, follow, depth + 1);
   }
   if (trailingSlash && p.exists() && p.kind != ObjectKind::kDirectory) return errorOf(ENOTDIR);
+  p.trailingSlash = trailingSlash;
   return std::move(*found);
 }
 
@@ -397,6 +443,19 @@ Resolution BrokeredCallHandler::resolveObject(int fd) const {
   return r;
 }
 
+std::optional<std::string> BrokeredCallHandler::issuedByBroker(int fd, ObjectKind& kind) const {
+  const std::string held = "/proc/" + std::to_string(tid_) + "/fd/" + std::to_string(fd);
+  struct statx sx {};
+  if (::statx(AT_FDCWD, held.c_str(), AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_MNT_ID, &sx) != 0 || !valid() ||
+      !(sx.stx_mask & STATX_MNT_ID) ||
+      std::find(b_.hostMounts_.begin(), b_.hostMounts_.end(), sx.stx_mnt_id) == b_.hostMounts_.end())
+    return std::nullopt;
+  kind = S_ISDIR(sx.stx_mode) ? ObjectKind::kDirectory : ObjectKind::kOther;
+  auto path = procLink("fd/" + std::to_string(fd));
+  if (!path || path->front() != '/' || path->ends_with(" (deleted)")) return std::string();
+  return path;
+}
+
 Resolution BrokeredCallHandler::resolve(const Name& name) const {
   if (!b_.root_) return errorOf(EPERM);  // not attached: fail closed
   if (!name.path) return resolveObject(name.dirfd);
@@ -411,13 +470,32 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
     if (!base || base->front() != '/' || base->ends_with(" (deleted)")) return notBrokered();
     abs = join(*base, given);
   }
+  int fd = -1;
+  std::string_view rest;
+  if (ownDescriptor(abs, fd, rest)) {
+    // The object behind the caller's descriptor, by the name it has now.
+    if (rest.empty() && !name.follow) return notBrokered();  // the magic link itself
+    auto held = procLink("fd/" + std::to_string(fd));
+    if (!valid()) return gone();
+    if (!held || held->front() != '/' || held->ends_with(" (deleted)")) return notBrokered();
+    abs = *held + std::string(rest);
+  }
   std::size_t end = abs.find_last_not_of('/');
   if (end == std::string::npos) return notBrokered();  // "/" itself
   bool trailingSlash = end + 1 != abs.size();
   abs.resize(end + 1);
   std::size_t cut = abs.rfind('/');
   std::string last = abs.substr(cut + 1);
-  if (last == "." || last == "..") return notBrokered();
+  if (last == "." || last == "..") {
+    if (!name.dotIsObject) return notBrokered();
+    UniqueFd dir(openat2Confined(b_.root_.get(), abs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                              RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS));
+    auto real = dir ? nameOf(dir.get()) : std::nullopt;
+    if (!real) return notBrokered();
+    auto tree = b_.rules_.treeOf(*real);
+    if (!tree) return notBrokered();
+    return hostPlace(*tree, *real);
+  }
   // Collapse duplicate slashes so the fast path sees a plain spelling.
   std::string parent = cut == 0 ? "/" : abs.substr(0, cut);
   std::string collapsed;
@@ -487,7 +565,8 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
   const bool exclusive = create && (flags & O_EXCL);
   Answer answer;
   // O_TMPFILE names the directory; O_CREAT|O_EXCL never follows; O_NOFOLLOW refuses a symlink.
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, tmpfile || (!exclusive && !(flags & O_NOFOLLOW)), answer);
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, tmpfile || (!exclusive && !(flags & O_NOFOLLOW)), answer,
+                      false, tmpfile);
   if (!name) return answer;
   Resolution r = resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
@@ -504,6 +583,7 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     setMode = static_cast<std::uint32_t>(mode);
   } else if (!p.exists()) {
     if (!create) return error(ENOENT);
+    if (p.trailingSlash) return cont();  // "f/" names a directory: the kernel's EISDIR
     effects.push_back({Effect::kCreate, p.path, ObjectKind::kOther});
     operation = "create";
     setMode = static_cast<std::uint32_t>(mode);
@@ -571,6 +651,7 @@ WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (p.exists() || p.isRoot()) return error(EEXIST);
+  if (p.trailingSlash && !directory) return cont();  // the kernel's ENOENT
   const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
   WriteVerdict v = b_.rules_.decide({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode));
@@ -597,6 +678,7 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
   Place& p = r.place;
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (target.empty()) return error(ENOENT);
+  if (p.trailingSlash) return cont();  // the kernel's ENOENT
   WriteVerdict v = b_.rules_.decide({{Effect::kCreate, p.path, ObjectKind::kOther}});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "symlink", *name->path, target);
@@ -613,6 +695,14 @@ WriteBroker::Answer BrokeredCallHandler::link() {
   if (!from) return answer;
   auto to = pathArg(spec_.args.dirfd2, spec_.args.path2, false, answer);
   if (!to) return answer;
+  int own = -1;
+  std::string_view rest;
+  if (from->path && (flags & AT_SYMLINK_FOLLOW) && ownDescriptor(*from->path, own, rest) && rest.empty()) {
+    // linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW): the descriptor's object,
+    // as with AT_EMPTY_PATH (how an O_TMPFILE file gets its name).
+    from->path.reset();
+    from->dirfd = own;
+  }
   Resolution target = resolve(*to);
   if (target.found != Found::kPlace) return notAPlace(target);
   Place& dst = target.place;
@@ -650,6 +740,7 @@ WriteBroker::Answer BrokeredCallHandler::link() {
     effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
   }
   if (dst.exists() || dst.isRoot()) return error(EEXIST);
+  if (dst.trailingSlash) return cont();  // the kernel's ENOENT
   WriteVerdict v = b_.rules_.decide(effects);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform)
@@ -712,7 +803,7 @@ WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
 
 WriteBroker::Answer BrokeredCallHandler::truncate() {
   Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, true, answer);
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, true, answer, false, true);
   if (!name) return answer;
   const auto length = static_cast<std::int64_t>(arg(spec_.args.extra[0]));
   Resolution r = resolve(*name);
@@ -740,7 +831,7 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
   atFlags |= static_cast<int>(spec_.impliedFlags);
   const bool emptyIsObject = (atFlags & AT_EMPTY_PATH) != 0;
   Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, !(atFlags & AT_SYMLINK_NOFOLLOW), answer, emptyIsObject);
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, !(atFlags & AT_SYMLINK_NOFOLLOW), answer, emptyIsObject, true);
   if (!name) return answer;
 
   // What the call sets, read before anything is decided.
@@ -804,12 +895,26 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
     }
   }
 
+  std::optional<std::uint32_t> mode;
+  if (kind == BrokeredKind::kChmod) mode = static_cast<std::uint32_t>(arg(spec_.args.mode));
+  if (!name->path && name->dirfd != AT_FDCWD) {
+    // A descriptor the broker opened (tar's and cp's fchmod, fchown,
+    // futimens): decided by its name, done by the kernel on the file the
+    // child holds -- swapping the descriptor meanwhile reaches only a file
+    // the child's own view keeps read-only, or another one the broker opened.
+    ObjectKind held = ObjectKind::kOther;
+    if (auto issued = issuedByBroker(name->dirfd, held)) {
+      if (issued->empty()) return cont();  // no name left to protect
+      WriteVerdict v = b_.rules_.decide({{Effect::kModify, *issued, held}}, mode);
+      if (v.action == WriteVerdict::Action::kRefuse || v.action == WriteVerdict::Action::kFail)
+        return verdictAnswer(v, brokeredKindName(kind), "", "");
+      return cont();
+    }
+  }
   Resolution r = resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  std::optional<std::uint32_t> mode;
-  if (kind == BrokeredKind::kChmod) mode = static_cast<std::uint32_t>(arg(spec_.args.mode));
   WriteVerdict v = b_.rules_.decide({{Effect::kModify, p.path, p.kind}}, mode);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform)
@@ -847,7 +952,7 @@ WriteBroker::Answer BrokeredCallHandler::access() {
   const int mode = intArg(spec_.args.mode);
   Answer answer;
   auto name = pathArg(spec_.args.dirfd, spec_.args.path, !(flags & AT_SYMLINK_NOFOLLOW), answer,
-                      (flags & AT_EMPTY_PATH) != 0);
+                      (flags & AT_EMPTY_PATH) != 0, true);
   if (!name) return answer;
   Resolution r = resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
@@ -886,6 +991,9 @@ std::variant<std::shared_ptr<WriteBroker>, std::string> WriteBroker::open(const 
                              RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
     if (!fd && errno != ENOENT)
       return "openat2(\"" + tree + "\", O_PATH|O_NOFOLLOW, RESOLVE_NO_SYMLINKS) failed: " + strerrorname_np(errno);
+    struct statx sx {};
+    if (fd && ::statx(fd.get(), "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 && (sx.stx_mask & STATX_MNT_ID))
+      broker->hostMounts_.push_back(sx.stx_mnt_id);
     broker->treeFds_.push_back(std::move(fd));
   }
   return broker;

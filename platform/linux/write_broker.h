@@ -90,6 +90,7 @@ class WriteBroker {
 
   policy::WriteRules rules_;
   std::vector<UniqueFd> treeFds_;
+  std::vector<std::uint64_t> hostMounts_;  // the mounts the trees' descriptors are on (the broker's side)
   UniqueFd root_;
   std::uint64_t fileSizeLimit_ = 0;
   // Per syscall number: the EPERM rows of the table (answered EPERM before
