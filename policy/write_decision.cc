@@ -45,6 +45,21 @@ const std::string* strictlyBeneath(const std::vector<std::string>& list, std::st
 
 bool moves(Effect e) { return e == Effect::kMoveOut || e == Effect::kMoveIn; }
 
+// Entries of a git directory git reads its configuration and hooks from, and
+// the names that make a directory one.
+constexpr std::string_view kGitConfigEntries[] = {"config", "config.worktree", "hooks", "info", "commondir"};
+constexpr std::string_view kGitShapeEntries[] = {"HEAD", "objects", "refs", "commondir"};
+
+template <std::size_t N>
+bool among(const std::string_view (&list)[N], std::string_view name) {
+  return std::find(std::begin(list), std::end(list), name) != std::end(list);
+}
+
+std::string_view parentOf(std::string_view path) {
+  std::size_t cut = path.rfind('/');
+  return cut == 0 ? std::string_view("/") : path.substr(0, cut);
+}
+
 }  // namespace
 
 bool builtPrivately(std::string_view path) noexcept {
@@ -116,7 +131,83 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
   return std::nullopt;
 }
 
-WriteVerdict WriteRules::decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode) const {
+bool WriteRules::nameProtectsEntries(std::string_view dir) const {
+  return names_.protecting(std::string(dir) + "/config", false) != nullptr;
+}
+
+std::vector<std::string> WriteRules::gitDirCandidates(const std::vector<WriteEffect>& effects) const {
+  std::vector<std::string> out;
+  auto add = [&](std::string_view dir, std::string_view tree) {
+    if (!isWithin(dir, tree) || nameProtectsEntries(dir)) return;
+    if (std::find(out.begin(), out.end(), dir) == out.end()) out.emplace_back(dir);
+  };
+  for (const auto& e : effects) {
+    auto tree = treeOf(e.path);
+    if (!tree) continue;
+    const std::string& root = trees_[*tree];
+    // Every component git reads configuration from, at any depth: its parent.
+    for (std::size_t i = root == "/" ? 0 : root.size(); i < e.path.size();) {
+      std::size_t next = e.path.find('/', i + 1);
+      if (next == std::string::npos) next = e.path.size();
+      std::string_view name = std::string_view(e.path).substr(i + 1, next - i - 1);
+      if (among(kGitConfigEntries, name)) add(std::string_view(e.path).substr(0, i == 0 ? 1 : i), root);
+      i = next;
+    }
+    // A name that makes a git directory: its parent.
+    std::string_view last = std::string_view(e.path).substr(e.path.rfind('/') + 1);
+    if (among(kGitShapeEntries, last)) add(parentOf(e.path), root);
+  }
+  return out;
+}
+
+std::optional<WriteVerdict> WriteRules::gitDirRefusal(const std::vector<WriteEffect>& effects,
+                                                      const std::map<std::string, GitDirContents>& contents) const {
+  const std::string kRule = "protected name \"HEAD + objects + refs\"";
+  for (const auto& dir : gitDirCandidates(effects)) {
+    auto found = contents.find(dir);
+    const GitDirContents before = found == contents.end() ? GitDirContents{} : found->second;
+    GitDirContents after = before;
+    bool touchesConfiguration = false;
+    // Removals first: a rename onto HEAD removes the old one and puts a new one there.
+    for (bool adding : {false, true}) {
+      for (const auto& e : effects) {
+        if (parentOf(e.path) != dir) continue;
+        const std::string_view name = std::string_view(e.path).substr(dir.size() == 1 ? 1 : dir.size() + 1);
+        const bool adds = e.effect == Effect::kCreate || e.effect == Effect::kMoveIn;
+        const bool removes = e.effect == Effect::kRemove || e.effect == Effect::kMoveOut;
+        if ((adding && !adds) || (!adding && !removes)) continue;
+        if (name == "HEAD") after.head = adding;
+        if (name == "objects") after.objects = adding && isDirectory(e.kind);
+        if (name == "refs") after.refs = adding && isDirectory(e.kind);
+        if (name == "commondir") after.commondir = adding;
+      }
+    }
+    for (const auto& e : effects)
+      if (e.path.size() > dir.size() && isWithin(e.path, dir)) {
+        const std::string_view rest = std::string_view(e.path).substr(dir.size() == 1 ? 1 : dir.size() + 1);
+        touchesConfiguration = touchesConfiguration || among(kGitConfigEntries, rest.substr(0, rest.find('/')));
+      }
+    if (before.isGitDir() && touchesConfiguration)
+      return refuse(EACCES, kRule,
+                    quote(dir) + " is a git directory by its contents (a bare repository): git reads its config and "
+                                 "runs its hooks",
+                    dir);
+    // Taking HEAD (or objects, refs) away would leave the configuration
+    // writable, to be trusted again once HEAD is back.
+    if (before.isGitDir() && !after.isGitDir())
+      return refuse(EACCES, kRule,
+                    "the call would unmake the git directory " + quote(dir) + ", leaving its configuration writable",
+                    dir);
+    if (!before.isGitDir() && after.isGitDir() && before.configuration)
+      return refuse(EACCES, kRule,
+                    "the call would make " + quote(dir) + " a git directory, with configuration the program wrote",
+                    dir);
+  }
+  return std::nullopt;
+}
+
+WriteVerdict WriteRules::decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode,
+                                const std::map<std::string, GitDirContents>& contents) const {
   std::optional<std::size_t> tree;
   for (const auto& e : effects)
     if ((tree = treeOf(e.path))) break;
@@ -129,6 +220,7 @@ WriteVerdict WriteRules::decide(const std::vector<WriteEffect>& effects, std::op
   }
   for (const auto& e : effects)
     if (auto r = refusal(e)) return *r;
+  if (auto r = gitDirRefusal(effects, contents)) return *r;
   if (mode && (*mode & (S_ISUID | S_ISGID)))
     return refuse(EPERM, "setuid/setgid mode bits",
                   "setuid/setgid bits would let a file written here run as the host's uid 0", effects.front().path);

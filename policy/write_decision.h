@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +68,17 @@ struct WriteVerdict {
   std::size_t tree = 0;  // kPerform: index into WriteRules::trees()
 };
 
+// What the broker found in a directory that could be a git directory by its
+// contents rather than its name -- a bare repository, or a git directory
+// kept under another name -- which git reads config and hooks from as it
+// does from .git (git's own test: HEAD, and objects/ with refs/ or a
+// commondir).
+struct GitDirContents {
+  bool head = false, objects = false, refs = false, commondir = false;
+  bool configuration = false;  // config, config.worktree, hooks/ or info/: what git would read there
+  bool isGitDir() const { return head && ((objects && refs) || commondir); }
+};
+
 // The write-relevant part of DerivedRules, compiled once per sandbox.
 class WriteRules {
  public:
@@ -76,11 +88,24 @@ class WriteRules {
   // The brokered tree that holds `path`, or nullopt.
   std::optional<std::size_t> treeOf(std::string_view path) const;
 
+  // The directories whose contents the decision of `effects` depends on
+  // (from the names alone): parents of an entry git reads config from, and
+  // of a name that makes a git directory. Directories whose entries are
+  // protected by name (".git") are not among them.
+  std::vector<std::string> gitDirCandidates(const std::vector<WriteEffect>& effects) const;
+
   // `mode`: the mode bits a create or chmod sets, when it sets any.
-  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt) const;
+  // `contents`: what the broker found in the gitDirCandidates(); one missing
+  // is taken as holding none of git's names.
+  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt,
+                      const std::map<std::string, GitDirContents>& contents = {}) const;
 
  private:
   std::optional<WriteVerdict> refusal(const WriteEffect& e) const;
+  std::optional<WriteVerdict> gitDirRefusal(const std::vector<WriteEffect>& effects,
+                                            const std::map<std::string, GitDirContents>& contents) const;
+  // True when the table protects the entries of `dir` by name (a .git).
+  bool nameProtectsEntries(std::string_view dir) const;
 
   std::vector<std::string> trees_;
   std::vector<std::string> readOnlyInView_;  // denyRead entries: masked, or carved out read-only, in the child's view

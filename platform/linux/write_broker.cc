@@ -228,6 +228,10 @@ class BrokeredCallHandler {
   // `target`: absolute and lexically normal, in tree `tree`.
   Resolution hostPlace(std::size_t tree, const std::string& target) const;
 
+  // The decision, with what the broker finds in the directories it depends on.
+  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt) const;
+  policy::GitDirContents gitDirContents(const std::string& dir) const;
+
   // --- answers -------------------------------------------------------------
   static Answer cont() { return Answer{Answer::Kind::kContinue}; }
   static Answer value(long long v) { return Answer{Answer::Kind::kValue, v}; }
@@ -505,6 +509,35 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
   return place(collapsed, last, trailingSlash, name.follow, 0);
 }
 
+policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir) const {
+  policy::GitDirContents c;
+  auto tree = b_.rules_.treeOf(dir);
+  if (!tree || b_.treeFds_[*tree].get() < 0) return c;
+  const int treeFd = b_.treeFds_[*tree].get();
+  std::string rel(relativeTo(dir, b_.trees()[*tree]));
+  UniqueFd held(rel.empty() ? ::fcntl(treeFd, F_DUPFD_CLOEXEC, 0)
+                            : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  if (!held) return c;
+  auto has = [&](const char* name, bool directory) {
+    struct stat st;
+    return ::fstatat(held.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (!directory || S_ISDIR(st.st_mode));
+  };
+  c.head = has("HEAD", false);
+  c.objects = has("objects", true);
+  c.refs = has("refs", true);
+  c.commondir = has("commondir", false);
+  for (const char* name : {"config", "config.worktree", "hooks", "info"}) c.configuration = c.configuration || has(name, false);
+  return c;
+}
+
+WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects,
+                                         std::optional<std::uint32_t> mode) const {
+  std::map<std::string, policy::GitDirContents> contents;
+  for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir));
+  return b_.rules_.decide(effects, mode, contents);
+}
+
 // --- answers ----------------------------------------------------------------
 
 WriteBroker::Answer BrokeredCallHandler::verdictAnswer(const WriteVerdict& v, const std::string& operation,
@@ -596,7 +629,7 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     effects.push_back({Effect::kModify, p.path, p.kind});
     operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
   }
-  WriteVerdict v = b_.rules_.decide(effects, setMode);
+  WriteVerdict v = decide(effects, setMode);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, operation, name->path.value_or(""), "");
 
@@ -653,7 +686,7 @@ WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (p.trailingSlash && !directory) return cont();  // the kernel's ENOENT
   const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
-  WriteVerdict v = b_.rules_.decide({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
+  WriteVerdict v = decide({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode));
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform)
@@ -679,7 +712,7 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (target.empty()) return error(ENOENT);
   if (p.trailingSlash) return cont();  // the kernel's ENOENT
-  WriteVerdict v = b_.rules_.decide({{Effect::kCreate, p.path, ObjectKind::kOther}});
+  WriteVerdict v = decide({{Effect::kCreate, p.path, ObjectKind::kOther}});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "symlink", *name->path, target);
   ActingAsChild as(std::nullopt);
@@ -741,7 +774,7 @@ WriteBroker::Answer BrokeredCallHandler::link() {
   }
   if (dst.exists() || dst.isRoot()) return error(EEXIST);
   if (dst.trailingSlash) return cont();  // the kernel's ENOENT
-  WriteVerdict v = b_.rules_.decide(effects);
+  WriteVerdict v = decide(effects);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform)
     return verdictAnswer(v, "link", from->path.value_or(sourcePath), *to->path);
@@ -774,7 +807,7 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
   } else if (dst.exists()) {
     effects.push_back({Effect::kRemove, dst.path, dst.kind});
   }
-  WriteVerdict v = b_.rules_.decide(effects);
+  WriteVerdict v = decide(effects);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform)
     return verdictAnswer(v, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path);
@@ -793,7 +826,7 @@ WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = b_.rules_.decide({{Effect::kRemove, p.path, p.kind}});
+  WriteVerdict v = decide({{Effect::kRemove, p.path, p.kind}});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, directory ? "rmdir" : "unlink", *name->path, "");
   if (p.isRoot()) return error(EBUSY);
@@ -813,7 +846,7 @@ WriteBroker::Answer BrokeredCallHandler::truncate() {
   if (p.kind == ObjectKind::kDirectory) return error(EISDIR);
   if (!S_ISREG(p.st.st_mode)) return error(EINVAL);
   if (length < 0) return error(EINVAL);
-  WriteVerdict v = b_.rules_.decide({{Effect::kModify, p.path, p.kind}});
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "truncate", *name->path, "");
   // The program's RLIMIT_FSIZE, which the broker does not run under.
@@ -905,7 +938,7 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
     ObjectKind held = ObjectKind::kOther;
     if (auto issued = issuedByBroker(name->dirfd, held)) {
       if (issued->empty()) return cont();  // no name left to protect
-      WriteVerdict v = b_.rules_.decide({{Effect::kModify, *issued, held}}, mode);
+      WriteVerdict v = decide({{Effect::kModify, *issued, held}}, mode);
       if (v.action == WriteVerdict::Action::kRefuse || v.action == WriteVerdict::Action::kFail)
         return verdictAnswer(v, brokeredKindName(kind), "", "");
       return cont();
@@ -915,7 +948,7 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = b_.rules_.decide({{Effect::kModify, p.path, p.kind}}, mode);
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}}, mode);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform)
     return verdictAnswer(v, brokeredKindName(kind), name->path.value_or(""), "");
@@ -958,7 +991,7 @@ WriteBroker::Answer BrokeredCallHandler::access() {
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = b_.rules_.decide({{Effect::kModify, p.path, p.kind}});
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   // A question, not a write: answered as the write would be, not audited.
   if (v.action != WriteVerdict::Action::kPerform) return error(v.action == WriteVerdict::Action::kRefuse ? v.error : EACCES);

@@ -111,6 +111,33 @@ TEST_F(WriteBrokerTest, EveryWayGitIsRedirectedToAnotherGitDirectoryIsRefused) {
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
+// A bare repository is a git directory by its contents, under any name.
+TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents) {
+  ASSERT_EQ(runProcess({"git", "init", "-q", "--bare", ws + "/mirror.git"}).exitCode, 0);
+  for (const char* path : {"mirror.git/hooks/post-receive", "mirror.git/config", "mirror.git/info/attributes"}) {
+    auto r = inside(std::string("$P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+  }
+  EXPECT_FALSE(exists(ws + "/mirror.git/hooks/post-receive"));
+  // Taking HEAD away (to write the config while it is no git directory) is
+  // refused, and so is taking objects away.
+  const std::string config = slurp(ws + "/mirror.git/config");
+  auto away = probe({"rename", ws + "/mirror.git/HEAD", ws + "/mirror.git/HEAD.away"});
+  EXPECT_TRUE(refused(away, "EACCES")) << away.out << away.err;
+  EXPECT_TRUE(refused(probe({"rename", ws + "/mirror.git/objects", ws + "/objects.away"}), "EACCES"));
+  EXPECT_EQ(slurp(ws + "/mirror.git/config"), config);
+  // Nor does building one around configuration the program wrote first.
+  auto built = inside("mkdir -p evil/objects evil/refs && $P create evil/config && $P create evil/HEAD");
+  EXPECT_TRUE(refused(built, "EACCES")) << built.out << built.err;
+  EXPECT_FALSE(exists(ws + "/evil/HEAD"));
+  // The neighbours: a repository's objects, and a directory that merely has
+  // git-like names.
+  auto ok = inside("mkdir -p mirror.git/objects/ab && $P create mirror.git/objects/ab/cd && "
+                   "mkdir -p plain/objects plain/refs && $P create plain/HEAD && mkdir -p src/config && "
+                   "$P create src/config/app.json");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
 TEST_F(WriteBrokerTest, RenamesOntoOrAwayFromProtectedNamesAreRefused) {
   auto onto = probe({"rename", ws + "/README", ws + "/.bashrc"});
   EXPECT_TRUE(refused(onto, "EACCES")) << onto.out;

@@ -153,6 +153,57 @@ TEST_F(WriteDecisionTest, TwoTreesAreTwoMountsAndATreesRootIsAMountPoint) {
   EXPECT_EQ(decide({{Effect::kModify, other, ObjectKind::kDirectory}}).action, Action::kPerform);  // chmod of the root
 }
 
+// A bare repository (or any git directory under another name) is one by its
+// contents; git reads its config and runs its hooks like a .git's.
+TEST_F(WriteDecisionTest, AGitDirectoryByContentsHasItsConfigurationProtected) {
+  const std::string bare = ws + "/mirror.git";
+  const GitDirContents repo{.head = true, .objects = true, .refs = true, .commondir = false, .configuration = true};
+  std::vector<WriteEffect> hook = {{Effect::kCreate, bare + "/hooks/pre-receive", ObjectKind::kOther}};
+  EXPECT_EQ(rules_->gitDirCandidates(hook), std::vector<std::string>{bare});
+  expectRefused(rules_->decide(hook, std::nullopt, {{bare, repo}}), EACCES, "HEAD + objects + refs");
+  expectRefused(rules_->decide({{Effect::kModify, bare + "/config", ObjectKind::kOther}}, std::nullopt, {{bare, repo}}),
+                EACCES, "HEAD + objects + refs");
+  // Without HEAD, or objects and refs, it is an ordinary directory.
+  EXPECT_EQ(rules_->decide(hook, std::nullopt, {{bare, {.head = false, .objects = true, .refs = true}}}).action,
+            Action::kPerform);
+  EXPECT_EQ(rules_->decide(hook).action, Action::kPerform);
+  // Making one out of a directory that already holds configuration is refused...
+  const GitDirContents half{.head = false, .objects = true, .refs = true, .commondir = false, .configuration = true};
+  expectRefused(rules_->decide({{Effect::kCreate, bare + "/HEAD", ObjectKind::kOther}}, std::nullopt, {{bare, half}}),
+                EACCES, "HEAD + objects + refs");
+  const GitDirContents viaCommondir{.head = true, .configuration = true};
+  expectRefused(rules_->decide({{Effect::kCreate, bare + "/commondir", ObjectKind::kOther}}, std::nullopt,
+                               {{bare, viaCommondir}}),
+                EACCES, "HEAD + objects + refs");
+  // ... while one without configuration may become one, and a git directory
+  // may replace its HEAD (git writes HEAD.lock, then renames it).
+  EXPECT_EQ(rules_->decide({{Effect::kCreate, bare + "/HEAD", ObjectKind::kOther}}, std::nullopt,
+                           {{bare, {.objects = true, .refs = true}}})
+                .action,
+            Action::kPerform);
+  EXPECT_EQ(rules_->decide({{Effect::kMoveOut, bare + "/HEAD.lock", ObjectKind::kOther},
+                            {Effect::kMoveIn, bare + "/HEAD", ObjectKind::kOther},
+                            {Effect::kRemove, bare + "/HEAD", ObjectKind::kOther}},
+                           std::nullopt, {{bare, repo}})
+                .action,
+            Action::kPerform);
+  // Taking HEAD away would unmake it and free its configuration.
+  expectRefused(rules_->decide({{Effect::kMoveOut, bare + "/HEAD", ObjectKind::kOther},
+                                {Effect::kMoveIn, bare + "/HEAD.away", ObjectKind::kOther}},
+                               std::nullopt, {{bare, repo}}),
+                EACCES, "HEAD + objects + refs");
+  // Objects and refs of a git directory stay writable.
+  EXPECT_EQ(rules_->decide({{Effect::kCreate, bare + "/objects/ab/cd", ObjectKind::kOther}}, std::nullopt,
+                           {{bare, repo}})
+                .action,
+            Action::kPerform);
+  // Names git reads, deeper in a source tree, make their parent a candidate.
+  EXPECT_EQ(rules_->gitDirCandidates({{Effect::kCreate, ws + "/src/config/app.json", ObjectKind::kOther}}),
+            std::vector<std::string>{ws + "/src"});
+  // A .git's entries are protected by name: no contents are asked for.
+  EXPECT_TRUE(rules_->gitDirCandidates({{Effect::kCreate, ws + "/.git/HEAD", ObjectKind::kOther}}).empty());
+}
+
 TEST_F(WriteDecisionTest, SetIdModeBitsAreRefused) {
   expectRefused(decide({{Effect::kModify, ws + "/tool", ObjectKind::kOther}}, S_ISUID | 0755), EPERM, "setuid");
   expectRefused(decide({{Effect::kCreate, ws + "/tool", ObjectKind::kOther}}, S_ISGID | 0755), EPERM, "setuid");
