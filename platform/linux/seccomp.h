@@ -95,6 +95,7 @@ enum class BrokeredKind : std::uint8_t {
   kSetXattrArgs,  // setxattrat: name, then value, size and flags in a struct xattr_args
   kRemoveXattr,
   kAccess,        // a W_OK check: the answer the broker would give a write
+  kUmask,         // umask(2): continued; the broker stops trusting the umask it knows
 };
 const char* brokeredKindName(BrokeredKind kind) noexcept;
 

@@ -210,6 +210,9 @@ constexpr BrokeredCall kBrokered[] = {
     {"access", Kind::kAccess, {.path = 0, .mode = 1}, 0, 1, W_OK, kAccessReason},
     {"faccessat", Kind::kAccess, {.dirfd = 0, .path = 1, .mode = 2}, 0, 2, W_OK, kAccessReason},
     {"faccessat2", Kind::kAccess, {.dirfd = 0, .path = 1, .flags = 3, .mode = 2}, 0, 2, W_OK, kAccessReason},
+    // Continued at once: the broker, which creates files with the program's
+    // umask, then reads it afresh for every create.
+    {"umask", Kind::kUmask, {}, 0, -1, 0, "changes the mode bits of the files the broker creates"},
 };
 
 // THE socket allow-list: socket() and socketpair() succeed only for these
@@ -554,6 +557,7 @@ const char* brokeredKindName(BrokeredKind kind) noexcept {
     case Kind::kSetXattrArgs: return "setxattr";
     case Kind::kRemoveXattr: return "removexattr";
     case Kind::kAccess: return "access";
+    case Kind::kUmask: return "umask";
   }
   return "?";
 }

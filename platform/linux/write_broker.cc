@@ -96,24 +96,36 @@ class ActingAsChild {
   explicit ActingAsChild(std::optional<mode_t> umaskOfChild) {
     static thread_local bool ownFs = ::unshare(CLONE_FS) == 0;
     if (umaskOfChild && ownFs) savedUmask_ = ::umask(*umaskOfChild);
-    header_.version = _LINUX_CAPABILITY_VERSION_3;
-    if (::syscall(SYS_capget, &header_, saved_) == 0 && (saved_[0].effective | saved_[1].effective) != 0) {
-      __user_cap_data_struct none[2];
-      std::memcpy(none, saved_, sizeof none);
-      none[0].effective = none[1].effective = 0;
-      dropped_ = ::syscall(SYS_capset, &header_, none) == 0;
+    // The supervisor's capabilities do not change: read once per thread.
+    static thread_local const Capabilities mine = [] {
+      Capabilities c;
+      c.header.version = _LINUX_CAPABILITY_VERSION_3;
+      if (::syscall(SYS_capget, &c.header, c.data) != 0) c.data[0].effective = c.data[1].effective = 0;
+      return c;
+    }();
+    mine_ = &mine;
+    if ((mine.data[0].effective | mine.data[1].effective) != 0) {
+      Capabilities none = mine;
+      none.data[0].effective = none.data[1].effective = 0;
+      dropped_ = ::syscall(SYS_capset, &none.header, none.data) == 0;
     }
   }
   ~ActingAsChild() {
-    if (dropped_) ::syscall(SYS_capset, &header_, saved_);
+    if (dropped_) {
+      Capabilities restore = *mine_;
+      ::syscall(SYS_capset, &restore.header, restore.data);
+    }
     if (savedUmask_) ::umask(*savedUmask_);
   }
   ActingAsChild(const ActingAsChild&) = delete;
   ActingAsChild& operator=(const ActingAsChild&) = delete;
 
  private:
-  __user_cap_header_struct header_{};
-  __user_cap_data_struct saved_[2]{};
+  struct Capabilities {
+    __user_cap_header_struct header{};
+    __user_cap_data_struct data[2]{};
+  };
+  const Capabilities* mine_ = nullptr;
   bool dropped_ = false;
   std::optional<mode_t> savedUmask_;
 };
@@ -126,7 +138,15 @@ namespace {
 
 struct Place {
   std::size_t tree = 0;
-  UniqueFd parent;   // O_PATH, host side; invalid for a tree's root
+  // The parent directory, O_PATH, host side: `held`, or the tree's own
+  // descriptor (borrowed) when the name is directly in the tree; none for a
+  // tree's root.
+  struct Parent {
+    UniqueFd held;
+    int fd = -1;
+    int get() const { return fd; }
+    explicit operator bool() const { return fd >= 0; }
+  } parent;
   int treeFd = -1;   // the tree's descriptor (borrowed)
   std::string name;  // the last component; empty for a tree's root
   std::string path;  // in the child's view (the host's too: trees are bound where they are)
@@ -153,7 +173,6 @@ struct Resolution {
 
 Resolution notBrokered() { return {}; }
 Resolution errorOf(int e) { return {Found::kError, e, {}}; }
-Resolution gone() { return {Found::kGone, 0, {}}; }
 
 // How a path argument names its object.
 struct Name {
@@ -219,10 +238,9 @@ class BrokeredCallHandler {
   // --- resolution ------------------------------------------------------------
   Resolution resolve(const Name& name) const;
   Resolution resolveObject(int fd) const;
-  // For a descriptor the broker handed out (its file is on the host's mount
-  // of a tree, not the sandbox's read-only view): the file's name now, or
-  // "" when it has none. nullopt for any other descriptor.
-  std::optional<std::string> issuedByBroker(int fd, ObjectKind& kind) const;
+  // True for a descriptor the broker handed out: its file is on the host's
+  // mount of a tree, not the sandbox's read-only view of it.
+  bool issuedByBroker(int fd) const;
   Resolution place(std::string_view parentPath, std::string_view last, bool trailingSlash, bool follow,
                    int depth) const;
   // `target`: absolute and lexically normal, in tree `tree`.
@@ -313,6 +331,10 @@ std::optional<std::string> BrokeredCallHandler::procLink(const std::string& what
 }
 
 std::optional<mode_t> BrokeredCallHandler::childUmask() const {
+  // Until a program in the sandbox calls umask(2) (trapped: kUmask), every
+  // one has the umask the program started with, read once.
+  const bool changed = b_.umaskChanged_.load();
+  if (int known = b_.startUmask_.load(); !changed && known >= 0) return static_cast<mode_t>(known);
   UniqueFd status(::open(("/proc/" + std::to_string(tid_) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
   if (!status) return std::nullopt;
   char buf[4096];
@@ -321,7 +343,9 @@ std::optional<mode_t> BrokeredCallHandler::childUmask() const {
   buf[n] = '\0';
   const char* at = std::strstr(buf, "\nUmask:");
   if (!at) return std::nullopt;
-  return static_cast<mode_t>(std::strtoul(at + 7, nullptr, 8) & 0777);
+  const auto umask = static_cast<mode_t>(std::strtoul(at + 7, nullptr, 8) & 0777);
+  if (!changed) b_.startUmask_.store(static_cast<int>(umask));
+  return umask;
 }
 
 std::optional<Name> BrokeredCallHandler::pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow,
@@ -366,10 +390,11 @@ Resolution BrokeredCallHandler::hostPlace(std::size_t tree, const std::string& t
   const std::string_view parent = cut == 0 ? std::string_view("/") : std::string_view(target).substr(0, cut);
   const std::string rel(relativeTo(parent, root));
   if (rel.empty()) {
-    p.parent.reset(::fcntl(p.treeFd, F_DUPFD_CLOEXEC, 0));
+    p.parent.fd = p.treeFd;
   } else {
-    p.parent.reset(openat2Confined(p.treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    p.parent.held.reset(openat2Confined(p.treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    p.parent.fd = p.parent.held.get();
   }
   if (!p.parent) return notBrokered();  // changed under us: the kernel decides, in the child's view
   p.name = target.substr(cut + 1);
@@ -447,17 +472,12 @@ Resolution BrokeredCallHandler::resolveObject(int fd) const {
   return r;
 }
 
-std::optional<std::string> BrokeredCallHandler::issuedByBroker(int fd, ObjectKind& kind) const {
+bool BrokeredCallHandler::issuedByBroker(int fd) const {
   const std::string held = "/proc/" + std::to_string(tid_) + "/fd/" + std::to_string(fd);
   struct statx sx {};
-  if (::statx(AT_FDCWD, held.c_str(), AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_MNT_ID, &sx) != 0 || !valid() ||
-      !(sx.stx_mask & STATX_MNT_ID) ||
-      std::find(b_.hostMounts_.begin(), b_.hostMounts_.end(), sx.stx_mnt_id) == b_.hostMounts_.end())
-    return std::nullopt;
-  kind = S_ISDIR(sx.stx_mode) ? ObjectKind::kDirectory : ObjectKind::kOther;
-  auto path = procLink("fd/" + std::to_string(fd));
-  if (!path || path->front() != '/' || path->ends_with(" (deleted)")) return std::string();
-  return path;
+  return ::statx(AT_FDCWD, held.c_str(), AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &sx) == 0 && valid() &&
+         (sx.stx_mask & STATX_MNT_ID) &&
+         std::find(b_.hostMounts_.begin(), b_.hostMounts_.end(), sx.stx_mnt_id) != b_.hostMounts_.end();
 }
 
 Resolution BrokeredCallHandler::resolve(const Name& name) const {
@@ -470,7 +490,6 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
     abs = given;
   } else {
     auto base = procLink(name.dirfd == AT_FDCWD ? std::string("cwd") : "fd/" + std::to_string(name.dirfd));
-    if (!valid()) return gone();
     if (!base || base->front() != '/' || base->ends_with(" (deleted)")) return notBrokered();
     abs = join(*base, given);
   }
@@ -480,7 +499,6 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
     // The object behind the caller's descriptor, by the name it has now.
     if (rest.empty() && !name.follow) return notBrokered();  // the magic link itself
     auto held = procLink("fd/" + std::to_string(fd));
-    if (!valid()) return gone();
     if (!held || held->front() != '/' || held->ends_with(" (deleted)")) return notBrokered();
     abs = *held + std::string(rest);
   }
@@ -583,6 +601,9 @@ WriteBroker::Answer BrokeredCallHandler::run() {
     case BrokeredKind::kSetXattrArgs:
     case BrokeredKind::kRemoveXattr: return metadata();
     case BrokeredKind::kAccess: return access();
+    case BrokeredKind::kUmask:
+      b_.umaskChanged_.store(true);  // from now on, each create reads its caller's
+      return cont();
   }
   return error(EPERM);
 }
@@ -935,14 +956,10 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
     // futimens): decided by its name, done by the kernel on the file the
     // child holds -- swapping the descriptor meanwhile reaches only a file
     // the child's own view keeps read-only, or another one the broker opened.
-    ObjectKind held = ObjectKind::kOther;
-    if (auto issued = issuedByBroker(name->dirfd, held)) {
-      if (issued->empty()) return cont();  // no name left to protect
-      WriteVerdict v = decide({{Effect::kModify, *issued, held}}, mode);
-      if (v.action == WriteVerdict::Action::kRefuse || v.action == WriteVerdict::Action::kFail)
-        return verdictAnswer(v, brokeredKindName(kind), "", "");
-      return cont();
-    }
+    // Such a file was not protected when the broker opened it, and no
+    // brokered call can make it so (a rename or link to a protected name,
+    // or a git directory made around it, is refused).
+    if (issuedByBroker(name->dirfd)) return cont();
   }
   Resolution r = resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);

@@ -36,6 +36,7 @@
 
 #include <linux/seccomp.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,6 +92,9 @@ class WriteBroker {
   policy::WriteRules rules_;
   std::vector<UniqueFd> treeFds_;
   std::vector<std::uint64_t> hostMounts_;  // the mounts the trees' descriptors are on (the broker's side)
+  // The umask every program in the sandbox has until one calls umask(2).
+  mutable std::atomic<int> startUmask_{-1};
+  mutable std::atomic<bool> umaskChanged_{false};
   UniqueFd root_;
   std::uint64_t fileSizeLimit_ = 0;
   // Per syscall number: the EPERM rows of the table (answered EPERM before
