@@ -118,8 +118,9 @@ struct BrokeredCall {
   BrokeredKind kind;
   BrokeredArgs args;
   std::uint32_t impliedFlags;  // creat: O_CREAT|O_WRONLY|O_TRUNC; lchown and l*xattr: AT_SYMLINK_NOFOLLOW
-  // When the filter traps it: always (trapArg -1), or when argument trapArg
-  // has any of trapBits set (one rule per bit).
+  // When the filter traps it: always (trapArg -1), when argument trapArg has
+  // any of trapBits set (one rule per bit), or -- trapBits 0 -- when it is
+  // not 0.
   std::int8_t trapArg;
   std::uint64_t trapBits;
   const char* reason;

@@ -360,10 +360,11 @@ TEST(SeccompFilterTest, WriteShapedCallsAreTrappedAndReadsAreNot) {
   EXPECT_EQ(act({SYS_openat2, {3, 0, 0, 24}}), kTrap);
   for (int nr : {SYS_creat, SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_symlink, SYS_symlinkat, SYS_link,
                  SYS_linkat, SYS_rename, SYS_renameat, SYS_renameat2, SYS_unlink, SYS_unlinkat, SYS_rmdir,
-                 SYS_truncate, SYS_chmod, SYS_fchmod, SYS_fchmodat, SYS_chown, SYS_lchown, SYS_fchown, SYS_fchownat,
-                 SYS_utime, SYS_utimes, SYS_futimesat, SYS_utimensat, SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr,
-                 SYS_removexattr, SYS_lremovexattr, SYS_fremovexattr})
+                 SYS_truncate, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown, SYS_fchownat, SYS_utime, SYS_utimes,
+                 SYS_futimesat, SYS_setxattr, SYS_lsetxattr, SYS_removexattr, SYS_lremovexattr})
     EXPECT_EQ(act({nr, {}}), kTrap) << nr;
+  EXPECT_EQ(act({SYS_utimensat, {static_cast<std::uint64_t>(AT_FDCWD), 0x1000, 0, 0}}), kTrap);  // by name
+  EXPECT_EQ(act({SYS_utimensat, {3, 0, 0, 0}}), kAllow);              // futimens(): on a descriptor
   EXPECT_EQ(act({452, {}}), kTrap);  // fchmodat2
   EXPECT_EQ(act({463, {}}), kTrap);  // setxattrat
   EXPECT_EQ(act({466, {}}), kTrap);  // removexattrat
@@ -372,8 +373,10 @@ TEST(SeccompFilterTest, WriteShapedCallsAreTrappedAndReadsAreNot) {
   EXPECT_EQ(act({SYS_access, {0, R_OK | X_OK}}), kAllow);
   EXPECT_EQ(act({SYS_faccessat, {3, 0, W_OK}}), kTrap);
   EXPECT_EQ(act({SYS_faccessat2, {3, 0, F_OK, 0}}), kAllow);
-  // Calls on a descriptor already open for writing stay in the kernel.
-  for (int nr : {SYS_write, SYS_ftruncate, SYS_read, SYS_stat, SYS_getdents64, SYS_readlink})
+  // Calls on a descriptor stay in the kernel: the sandbox's own view of a
+  // writable tree is read-only, and a file the broker opened is unprotected.
+  for (int nr : {SYS_write, SYS_ftruncate, SYS_read, SYS_stat, SYS_getdents64, SYS_readlink, SYS_fchmod, SYS_fchown,
+                 SYS_fsetxattr, SYS_fremovexattr})
     EXPECT_EQ(act({nr, {}}), kAllow) << nr;
 }
 
