@@ -272,7 +272,10 @@ class BrokeredCallHandler {
   std::optional<Name> pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow, Answer& answer,
                               bool emptyIsObject = false, bool dotIsObject = false) const;
 
-  Answer open(std::uint64_t flags, std::uint64_t mode, bool strict);
+  Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
+  // openat2()'s resolve restrictions: the walk to the parent done as the
+  // child asked (from its dirfd, with its flags), then placed as usual.
+  Resolution resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const;
   Answer openHow();
   Answer mknod(bool directory);
   Answer symlink();
@@ -608,7 +611,49 @@ WriteBroker::Answer BrokeredCallHandler::run() {
   return error(EPERM);
 }
 
-WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t mode, bool strict) {
+Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const {
+  if (!b_.root_) return errorOf(EPERM);
+  if (!name.path || name.path->empty()) return notBrokered();
+  const std::string& given = *name.path;
+  const bool confined = resolveFlags & (RESOLVE_BENEATH | RESOLVE_IN_ROOT);
+  // Where the walk starts: the child's dirfd (or cwd); an absolute path
+  // that is not confined to it starts at the child's root.
+  UniqueFd start;
+  std::uint64_t walk = resolveFlags | RESOLVE_NO_MAGICLINKS;
+  if (given.front() == '/' && !confined) {
+    start.reset(::fcntl(b_.root_.get(), F_DUPFD_CLOEXEC, 0));
+    walk |= RESOLVE_IN_ROOT;
+  } else {
+    const std::string held = "/proc/" + std::to_string(tid_) +
+                             (name.dirfd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(name.dirfd));
+    start.reset(::open(held.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!valid()) return {Found::kGone, 0, {}};
+  }
+  if (!start) return notBrokered();  // EBADF, ENOTDIR: the kernel's
+  std::string path = given;
+  std::size_t end = path.find_last_not_of('/');
+  if (end == std::string::npos) return notBrokered();
+  const bool trailingSlash = end + 1 != path.size();
+  path.resize(end + 1);
+  const std::size_t cut = path.rfind('/');
+  const std::string last = cut == std::string::npos ? path : path.substr(cut + 1);
+  const std::string parent = cut == std::string::npos ? "." : cut == 0 ? "/" : path.substr(0, cut);
+  if (last == "." || last == "..") return notBrokered();
+  UniqueFd dir(openat2Confined(start.get(), parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, walk));
+  if (!dir) return errorOf(errno);  // the walk as the child asked it: its answer
+  auto real = nameOf(dir.get());
+  if (!real) return notBrokered();
+  // The last component: a symlink there is refused with RESOLVE_NO_SYMLINKS
+  // (O_NOFOLLOW's ELOOP); followed, confined to the dirfd, it is the kernel's.
+  followFinal = followFinal && !(resolveFlags & RESOLVE_NO_SYMLINKS);
+  Resolution r = place(*real, last, trailingSlash, followFinal && !confined, 0);
+  if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode))
+    return notBrokered();
+  return r;
+}
+
+WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t mode, bool strict,
+                                              std::uint64_t resolveFlags) {
   // O_PATH ignores every other flag: nothing is written.
   if (flags & O_PATH) return cont();
   if (strict && ((flags & ~kValidOpenFlags) || (mode & ~07777ULL) ||
@@ -622,7 +667,8 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
   auto name = pathArg(spec_.args.dirfd, spec_.args.path, tmpfile || (!exclusive && !(flags & O_NOFOLLOW)), answer,
                       false, tmpfile);
   if (!name) return answer;
-  Resolution r = resolve(*name);
+  bool follow = name->follow;
+  Resolution r = resolveFlags ? resolveRestricted(*name, resolveFlags, follow) : resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile;
@@ -690,11 +736,13 @@ WriteBroker::Answer BrokeredCallHandler::openHow() {
     case Read::kGone: return goneAnswer();
     default: return cont();
   }
-  // Read-only opens stay the kernel's; and so, for now, do opens with
-  // resolve restrictions (in a writable tree they fail in the kernel).
+  // Read-only opens stay the kernel's, and so do resolve flags it may add
+  // later (EINVAL today) or RESOLVE_CACHED's EAGAIN.
   const bool writes = (how.flags & (O_ACCMODE | O_CREAT | O_TRUNC | kTmpfileBit)) != 0;
-  if (!writes || how.resolve != 0 || size != sizeof how) return cont();
-  return open(how.flags, how.mode, true);
+  constexpr std::uint64_t kKnownResolve =
+      RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  if (!writes || (how.resolve & ~kKnownResolve) || size != sizeof how) return cont();
+  return open(how.flags, how.mode, true, how.resolve);
 }
 
 WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {

@@ -252,6 +252,40 @@ std::vector<Case> cases() {
          put("f", "x");
          return rc(openat2(AT_FDCWD, "f", O_WRONLY, 0644, 0));
        }},
+      {"openat2-beneath", [] {
+         ::mkdir("sub", 0755);
+         int dir = ::open("sub", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+         long fd = openat2(dir, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_BENEATH);
+         std::string r = rc(fd);
+         if (fd >= 0) ::close(static_cast<int>(fd));
+         std::string up = rc(openat2(dir, "../g", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_BENEATH));
+         std::string abs = rc(openat2(dir, "/h", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_BENEATH));
+         ::close(dir);
+         return r + " up:" + up + " abs:" + abs + " " + what("sub/f") + " " + what("g");
+       }},
+      {"openat2-in-root", [] {
+         ::mkdir("sub", 0755);
+         int dir = ::open("sub", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+         long fd = openat2(dir, "/h", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_IN_ROOT);
+         std::string r = rc(fd);
+         if (fd >= 0) ::close(static_cast<int>(fd));
+         long up = openat2(dir, "../../i", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_IN_ROOT);
+         r += " up:" + rc(up);
+         if (up >= 0) ::close(static_cast<int>(up));
+         ::close(dir);
+         return r + " " + what("sub/h") + " " + what("sub/i");
+       }},
+      {"openat2-no-symlinks", [] {
+         ::mkdir("sub", 0755);
+         ::symlink("sub", "l");
+         ::symlink("t", "dangling");
+         std::string through = rc(openat2(AT_FDCWD, "l/f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_NO_SYMLINKS));
+         std::string last = rc(openat2(AT_FDCWD, "dangling", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_NO_SYMLINKS));
+         long fd = openat2(AT_FDCWD, "sub/ok", O_WRONLY | O_CREAT | O_CLOEXEC, 0644, RESOLVE_NO_SYMLINKS);
+         std::string ok = rc(fd);
+         if (fd >= 0) ::close(static_cast<int>(fd));
+         return through + " " + last + " " + ok + " " + what("sub/f") + " " + what("t");
+       }},
       {"symlink-loop", [] {
          ::symlink("b", "a");
          ::symlink("a", "b");
