@@ -116,9 +116,10 @@ constexpr ProtectedNameEntry kTable[] = {
 
 bool isWild(std::string_view part) { return part == "*" || part == "**"; }
 
+using Parts = std::span<const std::string_view>;
+
 // Does pattern[p..] match path[c..end) exactly?
-bool matchExact(const std::vector<std::string>& pattern, std::size_t p, std::span<const std::string_view> path,
-                std::size_t c) {
+bool matchExact(Parts pattern, std::size_t p, Parts path, std::size_t c) {
   if (p == pattern.size()) return c == path.size();
   if (pattern[p] == "**") {
     for (std::size_t k = c; k <= path.size(); ++k)
@@ -132,8 +133,7 @@ bool matchExact(const std::vector<std::string>& pattern, std::size_t p, std::spa
 
 // Does pattern[p..] match some prefix path[c..e) (e <= end)? The object at
 // path[..e) is then protected, and so is everything beneath it.
-bool matchPrefix(const std::vector<std::string>& pattern, std::size_t p, std::span<const std::string_view> path,
-                 std::size_t c) {
+bool matchPrefix(Parts pattern, std::size_t p, Parts path, std::size_t c) {
   if (p == pattern.size()) return true;
   if (pattern[p] == "**") {
     for (std::size_t k = c; k <= path.size(); ++k)
@@ -147,8 +147,7 @@ bool matchPrefix(const std::vector<std::string>& pattern, std::size_t p, std::sp
 
 // Does path[c..end) match a proper prefix of pattern[p..], leaving at least
 // one component that is not "**" to match beneath the path?
-bool matchContext(const std::vector<std::string>& pattern, std::size_t p, std::span<const std::string_view> path,
-                  std::size_t c) {
+bool matchContext(Parts pattern, std::size_t p, Parts path, std::size_t c) {
   if (c == path.size()) {
     for (std::size_t i = p; i < pattern.size(); ++i)
       if (pattern[i] != "**") return true;
@@ -161,18 +160,6 @@ bool matchContext(const std::vector<std::string>& pattern, std::size_t p, std::s
   }
   if (pattern[p] != "*" && pattern[p] != path[c]) return false;
   return matchContext(pattern, p + 1, path, c + 1);
-}
-
-std::vector<std::string> splitPattern(std::string_view pattern) {
-  std::vector<std::string> parts;
-  std::size_t i = 0;
-  while (i <= pattern.size()) {
-    std::size_t j = pattern.find('/', i);
-    if (j == std::string_view::npos) j = pattern.size();
-    if (j > i) parts.emplace_back(pattern.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
 }
 
 }  // namespace
@@ -206,52 +193,46 @@ std::vector<std::string_view> pathComponents(std::string_view path) {
 ProtectedNameMatcher::ProtectedNameMatcher(std::vector<ProtectedName> names) : names_(std::move(names)) {
   compiled_.reserve(names_.size());
   for (const auto& n : names_) {
-    auto parts = splitPattern(n.pattern);
+    auto parts = pathComponents(n.pattern);
     if (parts.empty()) continue;  // protects nothing by name
     compiled_.push_back({std::move(parts), &n});
   }
   for (std::size_t i = 0; i < compiled_.size(); ++i) {
-    const std::string& first = compiled_[i].parts.front();
+    std::string_view first = compiled_[i].parts.front();
     if (isWild(first)) {
       wildFirst_.push_back(i);
     } else {
-      byFirst_[first].push_back(i);
+      byFirst_.emplace_back(first, i);
     }
   }
+  std::sort(byFirst_.begin(), byFirst_.end());
 }
 
-std::vector<const ProtectedNameMatcher::Compiled*> ProtectedNameMatcher::candidates(std::string_view first) const {
-  std::vector<const Compiled*> out;
-  if (auto it = byFirst_.find(std::string(first)); it != byFirst_.end())
-    for (std::size_t i : it->second) out.push_back(&compiled_[i]);
-  for (std::size_t i : wildFirst_) out.push_back(&compiled_[i]);
-  return out;
+template <typename Visit>
+const ProtectedName* ProtectedNameMatcher::firstMatch(std::string_view path, Visit&& matches) const {
+  const auto parts = pathComponents(path);
+  const Parts all(parts);
+  for (std::size_t start = 0; start < parts.size(); ++start) {
+    auto it = std::lower_bound(byFirst_.begin(), byFirst_.end(), std::pair<std::string_view, std::size_t>(parts[start], 0));
+    for (; it != byFirst_.end() && it->first == parts[start]; ++it)
+      if (matches(compiled_[it->second], all, start)) return compiled_[it->second].name;
+    for (std::size_t i : wildFirst_)
+      if (matches(compiled_[i], all, start)) return compiled_[i].name;
+  }
+  return nullptr;
 }
 
 const ProtectedName* ProtectedNameMatcher::protecting(std::string_view path, bool isDirectory) const {
-  const auto parts = pathComponents(path);
-  const std::span<const std::string_view> all(parts);
-  for (std::size_t start = 0; start < parts.size(); ++start) {
-    for (const Compiled* c : candidates(parts[start])) {
-      if (c->name->nonDirectoryOnly) {
-        if (!isDirectory && matchExact(c->parts, 0, all, start)) return c->name;
-      } else if (matchPrefix(c->parts, 0, all, start)) {
-        return c->name;
-      }
-    }
-  }
-  return nullptr;
+  return firstMatch(path, [&](const Compiled& c, Parts all, std::size_t start) {
+    if (c.name->nonDirectoryOnly) return !isDirectory && matchExact(c.parts, 0, all, start);
+    return matchPrefix(c.parts, 0, all, start);
+  });
 }
 
 const ProtectedName* ProtectedNameMatcher::contextOf(std::string_view path) const {
-  const auto parts = pathComponents(path);
-  const std::span<const std::string_view> all(parts);
-  for (std::size_t start = 0; start < parts.size(); ++start) {
-    for (const Compiled* c : candidates(parts[start])) {
-      if (!c->name->nonDirectoryOnly && matchContext(c->parts, 0, all, start)) return c->name;
-    }
-  }
-  return nullptr;
+  return firstMatch(path, [&](const Compiled& c, Parts all, std::size_t start) {
+    return !c.name->nonDirectoryOnly && matchContext(c.parts, 0, all, start);
+  });
 }
 
 }  // namespace stockade::policy

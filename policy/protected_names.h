@@ -15,7 +15,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "stockade/rules.h"
@@ -45,6 +44,10 @@ std::string_view protectedNameReason(const ProtectedName& name) noexcept;
 class ProtectedNameMatcher {
  public:
   explicit ProtectedNameMatcher(std::vector<ProtectedName> names);
+  // Views into its own names: not copyable (a move keeps them).
+  ProtectedNameMatcher(const ProtectedNameMatcher&) = delete;
+  ProtectedNameMatcher& operator=(const ProtectedNameMatcher&) = delete;
+  ProtectedNameMatcher(ProtectedNameMatcher&&) = default;
 
   // The pattern that protects the object at `path` (a directory or not), or
   // nullptr.
@@ -60,15 +63,16 @@ class ProtectedNameMatcher {
 
  private:
   struct Compiled {
-    std::vector<std::string> parts;
+    std::vector<std::string_view> parts;  // into names_
     const ProtectedName* name;
   };
-  // Entries by their first component; those starting with a wildcard apart.
-  std::vector<const Compiled*> candidates(std::string_view first) const;
+  template <typename Visit>
+  const ProtectedName* firstMatch(std::string_view path, Visit&& matches) const;
 
   std::vector<ProtectedName> names_;
   std::vector<Compiled> compiled_;
-  std::unordered_map<std::string, std::vector<std::size_t>> byFirst_;
+  // By first component, sorted; those starting with a wildcard apart.
+  std::vector<std::pair<std::string_view, std::size_t>> byFirst_;
   std::vector<std::size_t> wildFirst_;
 };
 

@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "policy/paths.h"
@@ -122,7 +123,15 @@ std::string ProtectedName::text() const { return nonDirectoryOnly ? pattern + " 
 bool DerivedRules::writable(std::string_view path) const {
   if (!anyContaining(fs_.allowWrite, path) && !anyContaining(fs_.defaultWrite, path)) return false;
   if (anyContaining(fs_.denyWrite, path) || anyContaining(fs_.mandatoryDenyWrite, path)) return false;
-  return policy::ProtectedNameMatcher(fs_.protectedNames).protecting(path, /*isDirectory=*/false) == nullptr;
+  // narrowing() asks this of every entry of two rule sets, which nearly
+  // always carry the same names: the last matcher is kept, per thread.
+  thread_local std::vector<ProtectedName> lastNames;
+  thread_local std::optional<policy::ProtectedNameMatcher> last;
+  if (!last || lastNames != fs_.protectedNames) {
+    lastNames = fs_.protectedNames;
+    last.emplace(fs_.protectedNames);
+  }
+  return last->protecting(path, /*isDirectory=*/false) == nullptr;
 }
 
 }  // namespace stockade
