@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "policy/paths.h"
@@ -234,9 +235,13 @@ GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::stri
     Reader(home, out).read(home + "/.config/git/config", "");
   }
   std::vector<std::string> seen;
+  // Directories already looked at from another tree: the walk on from there
+  // was done (trees share most of their ancestors).
+  std::set<std::string> examined;
   for (const auto& tree : trees) {
     // The repository that holds the tree: the nearest ".git" at or above it.
     for (std::string dir = tree;; dir = dirOf(dir)) {
+      if (!examined.insert(dir).second) break;
       const std::string dotgit = dir == "/" ? "/.git" : dir + "/.git";
       std::string gitdir;
       struct stat st;
