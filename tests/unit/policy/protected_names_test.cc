@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <set>
 #include <string>
 
@@ -16,6 +17,10 @@ struct Case {
   bool isDirectory;
   const char* protectedBy;  // nullptr: not protected
 };
+// The case in test names and messages (not the struct's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.path << (c.isDirectory ? " (directory)" : "") << " -> " << (c.protectedBy ? c.protectedBy : "not protected");
+}
 
 class ProtectedNameTest : public ::testing::TestWithParam<Case> {};
 
@@ -74,6 +79,7 @@ struct ContextCase {
   const char* path;
   bool isContext;
 };
+void PrintTo(const ContextCase& c, std::ostream* os) { *os << c.path << (c.isContext ? " -> context" : " -> none"); }
 
 class ProtectedContextTest : public ::testing::TestWithParam<ContextCase> {};
 
