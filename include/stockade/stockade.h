@@ -7,3 +7,6 @@
 #include "stockade/process.h"
 #include "stockade/rules.h"
 #include "stockade/version.h"
+#include "stockade/workspace.h"
+#include "stockade/checkpoint.h"
+#include "stockade/snapshot.h"

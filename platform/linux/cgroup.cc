@@ -294,6 +294,22 @@ std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::
   return cgroup2;
 }
 
+std::optional<std::string> v1CgroupDir(std::string_view controller, std::string_view mountinfo,
+                                       std::string_view procCgroup) {
+  for (const auto& mount : cgroupMounts(mountinfo)) {
+    if (mount.fsType != "cgroup" || !hasToken(mount.superOptions, controller, ',')) continue;
+    for (auto line : split(procCgroup, '\n')) {
+      auto first = line.find(':');
+      auto second = first == std::string_view::npos ? first : line.find(':', first + 1);
+      if (second == std::string_view::npos) continue;
+      if (!hasToken(line.substr(first + 1, second - first - 1), controller, ',')) continue;
+      std::string path(line.substr(second + 1));
+      if (path.starts_with("/")) return dirInMount(mount, path);
+    }
+  }
+  return std::nullopt;
+}
+
 const std::variant<CgroupHierarchy, std::string>& CgroupControllers::of(CgroupController c) const noexcept {
   switch (c) {
     case CgroupController::kPids: return pids;

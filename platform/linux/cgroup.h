@@ -95,6 +95,13 @@ struct CgroupHierarchy {
 // contain our cgroup (a bind of another subtree) is skipped.
 std::vector<CgroupHierarchy> cgroupHierarchies(std::string_view mountinfo, std::string_view procCgroup);
 
+// Pure: our own cgroup directory in the cgroup v1 hierarchy that carries
+// `controller` (any v1 controller by its mount option: "freezer"), given the
+// text of /proc/self/mountinfo and /proc/self/cgroup; nullopt when no such
+// hierarchy is mounted or its mount does not show our cgroup.
+std::optional<std::string> v1CgroupDir(std::string_view controller, std::string_view mountinfo,
+                                       std::string_view procCgroup);
+
 // Where each controller would live on this host: the first usable hierarchy
 // that has it, or why none is (one reason per candidate, for the degradation).
 struct CgroupControllers {

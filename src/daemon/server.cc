@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -418,6 +419,16 @@ struct Server::Impl {
                                                                 std::to_string(options.limits.maxConnections) +
                                                                 " connections open (stockaded --max-connections); retry later"});
     co_await writeResponse(*c, busy, 11, false, x);
+    // A lingering close: the client's request may still be unread, and closing
+    // over unread bytes answers them with a reset that can destroy the 503
+    // before the client reads it (its write then fails with EPIPE). Stop
+    // sending, drain what it sent for a short while, then close.
+    error_code ec;
+    c->stream.socket().shutdown(Socket::shutdown_send, ec);
+    c->stream.expires_after(std::chrono::milliseconds(500));
+    std::array<char, 4096> sink;
+    for (std::size_t sunk = 0; !ec && sunk < 64 * 1024;)
+      sunk += co_await c->stream.async_read_some(asio::buffer(sink), tok(ec));
     c->close();
     finish(x);
   }

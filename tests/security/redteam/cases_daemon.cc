@@ -1,9 +1,9 @@
-// The daemon's API (issue 12) and its file endpoints (issue 13), attacked
-// from a sandbox it runs: the runner starts a stockaded for each case
-// (RunIn::kDaemon*), creates a sandbox in it with the fixed policy and runs
-// the case there; its socket or port, token file and state directory come
-// as daemon_* arguments. The file endpoints are not served yet: those cases
-// say so (not proven) and stay marked expected-to-fail until issue 13.
+// The daemon's API (issue 12), attacked from a sandbox it runs: the runner
+// starts a stockaded for each case (RunIn::kDaemon*), creates a sandbox in it
+// with the fixed policy and runs the case there; its socket or port, token
+// file and state directory come as daemon_* arguments. The host's file API
+// (issue 13) is attacked in cases_files.cc, through the library's Workspace
+// that the daemon's file routes are to call (it does not serve them yet).
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -55,31 +55,11 @@ Verdict daemonState(const Context& c) {
                  {EROFS, EACCES, ENOENT}, "write the daemon's ledger");
 }
 
-// The sandbox plants a link; the host's file API or tree export must not
-// follow it out of the workspace (the daemon's host check does the download).
-Verdict plantedSymlink(const Context& c) {
-  if (auto u = needsDaemon(c, "daemon_socket")) return *u;
-  if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace")) return *n;
-  if (::symlink((c.home + "/.ssh/id_ed25519").c_str(), (c.ws + "/leak").c_str()) != 0)
-    return unproven("symlink(): " + errnoName(errno));
-  return held("planted ws/leak -> ~/.ssh/id_ed25519 for the host's download and export");
-}
-
-Verdict swappedParent(const Context& c) {
-  if (auto u = needsDaemon(c, "daemon_socket")) return *u;
-  (void)c;
-  return unproven("the upload race needs the daemon's file API");
-}
-
-constexpr Expectation kUntilIssue13{Who::kEveryone, 13, "the daemon's file endpoints"};
-
 const bool registered = registerCases({
     {"daemon-api", "daemon-socket-from-inside", "connect to the daemon's unix socket from a sandbox", "local control sockets (docker.sock)", daemonSocket, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonUnix},
     {"daemon-api", "daemon-tcp-from-inside", "connect to the daemon's loopback port from a sandbox", "loopback APIs", daemonTcp, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonTcp},
     {"daemon-api", "daemon-token-file", "read the daemon's bearer token", "credential theft", daemonToken, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonUnix},
     {"daemon-api", "daemon-state-dir", "write the daemon's ledger", "state tampering", daemonState, {}, {}, {}, nullptr, nullptr, RunIn::kDaemonUnix},
-    {"file-endpoints", "download-planted-symlink", "plant a symlink out for the host's download and export", "CVE-2018-15664 class", plantedSymlink, {}, kUntilIssue13},
-    {"file-endpoints", "upload-swapped-parent", "swap a parent directory for a symlink during an upload", "TOCTOU on host-side file APIs", swappedParent, {}, kUntilIssue13},
 });
 
 }  // namespace

@@ -4,13 +4,16 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "tests/security/redteam/redteam.h"
+#include "tests/support/read_file.h"
 
 namespace stockade::redteam {
 namespace {
@@ -35,6 +38,20 @@ bool registerCases(std::vector<Case> cases) {
 }
 
 const std::vector<Case>& allCases() { return registry(); }
+
+std::map<std::string, std::string> listing(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); it != std::filesystem::end(it); it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;
+    std::string entry = std::to_string(st.st_mode) + ":";
+    if (S_ISREG(st.st_mode)) entry += testing::readWholeFile(it->path().string());
+    if (S_ISLNK(st.st_mode)) entry += std::filesystem::read_symlink(it->path(), ec).string();
+    out[it->path().string()] = entry;
+  }
+  return out;
+}
 
 std::string readFile(const std::string& path, int* error) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -82,6 +82,7 @@ struct HostContext {
   std::string root, home, ws, outside;
   Context& inside;
   proxy_testing::OriginServer& origin;
+  std::string policy;  // the policy the case runs under (JSON)
 };
 
 // Where the case's program runs: under `stockade run` (the default), or in a
@@ -115,6 +116,10 @@ struct Case {
 // Cases register themselves at static initialisation (one table per category file).
 bool registerCases(std::vector<Case> cases);
 const std::vector<Case>& allCases();
+
+// Host helper: every file beneath `dir` with its mode and content (what
+// "unchanged" means).
+std::map<std::string, std::string> listing(const std::string& dir);
 
 // Inside helpers shared by the case files.
 std::string readFile(const std::string& path, int* error = nullptr);  // "" and *error on failure

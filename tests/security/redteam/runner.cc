@@ -58,21 +58,6 @@ void writeTree(const std::string& path, const std::string& content) {
   std::ofstream(path) << content;
 }
 
-// Every file beneath `dir` with its mode and content: what "unchanged" means.
-std::map<std::string, std::string> listing(const std::string& dir) {
-  std::map<std::string, std::string> out;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); it != std::filesystem::end(it); it.increment(ec)) {
-    struct stat st {};
-    if (::lstat(it->path().c_str(), &st) != 0) continue;
-    std::string entry = std::to_string(st.st_mode) + ":";
-    if (S_ISREG(st.st_mode)) entry += testing::readWholeFile(it->path().string());
-    if (S_ISLNK(st.st_mode)) entry += std::filesystem::read_symlink(it->path(), ec).string();
-    out[it->path().string()] = entry;
-  }
-  return out;
-}
-
 std::string listingDiff(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after) {
   for (const auto& [path, entry] : after) {
     auto it = before.find(path);
@@ -241,7 +226,14 @@ TEST_P(RedTeam, Holds) {
   Sentinel tcp4(AF_INET, SOCK_STREAM), tcp6(AF_INET6, SOCK_STREAM), udp(AF_INET, SOCK_DGRAM);
   Context inside{root + "/home", root + "/ws", root + "/outside", tcp4.port(), tcp6.port(), udp.port(),
                  origin.port(), static_cast<int>(::getpid()), {}};
-  HostContext host{root, inside.home, inside.ws, inside.outside, inside, origin};
+  HostContext host{root, inside.home, inside.ws, inside.outside, inside, origin, {}};
+  nlohmann::json policy = fixedPolicy(host);
+  // The daemon fails closed: a limit the host cannot enforce (pids, as the
+  // unprivileged user without a delegated cgroup) refuses the spawn. Its
+  // cases attack its files, not limits: they run with none.
+  if (c.runIn != RunIn::kStockadeRun)
+    policy["limits"] = {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}};
+  host.policy = policy.dump();
   writeTree(host.home + "/.ssh/id_ed25519", secrets[0] + "\n");
   writeTree(host.home + "/.ssh/known_hosts", "KNOWN-HOSTS-LINE\n");
   writeTree(host.home + "/.aws/credentials", secrets[1] + "\n");
@@ -261,13 +253,7 @@ TEST_P(RedTeam, Holds) {
   if (c.hostSetup) c.hostSetup(host);
 
   const std::string policyPath = root + "/policy.json";
-  nlohmann::json policy = fixedPolicy(host);
-  // The daemon fails closed: a limit the host cannot enforce (pids, as the
-  // unprivileged user without a delegated cgroup) refuses the spawn. Its
-  // cases attack its files, not limits: they run with none.
-  if (c.runIn != RunIn::kStockadeRun)
-    policy["limits"] = {{"memoryBytes", 0}, {"pids", 0}, {"cpuSeconds", 0}, {"fileSizeBytes", 0}};
-  std::ofstream(policyPath) << policy.dump();
+  std::ofstream(policyPath) << host.policy;
   // A descriptor stockade (or stockaded) inherits without O_CLOEXEC: it must
   // not reach the program.
   int leaked = ::open((host.home + "/.ssh/id_ed25519").c_str(), O_RDONLY);
