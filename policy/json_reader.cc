@@ -156,16 +156,17 @@ std::optional<JsonDocument> readJson(std::string_view text, Problems& problems) 
   return doc;
 }
 
-const char* jsonTypeName(const Json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a fractional number";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "a number";
+const char* jsonTypeName(nlohmann::json::value_t type) noexcept {
+  using T = nlohmann::json::value_t;
+  switch (type) {
+    case T::null: return "null";
+    case T::boolean: return "a boolean";
+    case T::string: return "a string";
+    case T::array: return "an array";
+    case T::object: return "an object";
+    case T::number_float: return "a fractional number";
+    case T::number_integer:
+    case T::number_unsigned: return "a number";
     default: return "an unsupported value";
   }
 }

@@ -56,7 +56,10 @@ struct JsonDocument {
 // problem and returns nullopt.
 std::optional<JsonDocument> readJson(std::string_view text, Problems& problems);
 
-// "a string", "an array", ... for "must be X, not Y" messages.
-const char* jsonTypeName(const Json& value);
+// "a string", "an array", ... for "must be X, not Y" messages. By the value's
+// type, which nlohmann::json and ordered_json share (the daemon's bodies are
+// the one, policies the other).
+const char* jsonTypeName(nlohmann::json::value_t type) noexcept;
+inline const char* jsonTypeName(const Json& value) noexcept { return jsonTypeName(value.type()); }
 
 }  // namespace stockade::policy

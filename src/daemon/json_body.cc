@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "policy/json_reader.h"
+
 namespace stockade::daemon {
 
 using nlohmann::json;
@@ -90,21 +92,7 @@ std::variant<json, ApiError> parseJsonBody(std::string_view text) {
   return std::move(b.root);
 }
 
-const char* jsonTypeName(const json& v) noexcept {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a fractional number";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "a number";
-    case json::value_t::binary: return "binary";
-    case json::value_t::discarded: return "nothing";
-  }
-  return "unknown";
-}
+const char* jsonTypeName(const json& v) noexcept { return policy::jsonTypeName(v.type()); }
 
 FieldReader::FieldReader(const json& value, std::string where) : value_(value), where_(std::move(where)) {
   if (!value_.is_object())

@@ -11,7 +11,13 @@ void Record::running(pid_t pid, std::shared_ptr<Supervised> supervised) {
     // the supervisor's thread): nothing is left to supervise, and holding it
     // would keep its pidfd, seccomp listener and pipe open as long as the
     // record (seen under load: one child's three descriptors in a hundred).
-    if (dto_.state == ProcessState::kTerminal) return;
+    // The record still says which process it was: its pid, and a start no
+    // later than its end.
+    if (dto_.state == ProcessState::kTerminal) {
+      if (!dto_.pid) dto_.pid = pid;
+      if (!dto_.startedAt) dto_.startedAt = dto_.exitedAt;
+      return;
+    }
     supervised_ = std::move(supervised);
     if (dto_.state == ProcessState::kStarting) {
       dto_.state = ProcessState::kRunning;
