@@ -7,10 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
 
-#include "policy/dir_listing.h"
 #include "stockade/rules.h"
 
 namespace {
@@ -46,9 +44,6 @@ struct Fixture {
         {"network", {{"allowedDomains", {"github.com", "*.github.com", "registry.npmjs.org"}}, {"deniedDomains", {"gist.github.com"}}}},
         {"env", {{"allow", {"PATH", "HOME", "LANG", "TERM"}}}}};
     policyJson = policy.dump();
-    // Directory listings are reused only once a directory has been quiet for
-    // two seconds (policy/dir_listing.h): let the new tree age past that.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   }
   ~Fixture() { fs::remove_all(root); }
 };
@@ -64,10 +59,8 @@ stockade::DerivedRules deriveOrDie(const stockade::SandboxPolicy& p, const stock
   return std::get<stockade::DerivedRules>(std::move(r));
 }
 
-// state.range(0): 1 = a workspace quiet for 2 s (listings reused), 0 = every
-// directory listing read afresh (a workspace that just changed everywhere).
+// No writable tree is walked: its contents do not change the cost.
 void BM_DeriveAndCompare50Paths(benchmark::State& state) {
-  stockade::policy::setListingReuseForBenchmarks(state.range(0) != 0);
   auto policy = stockade::SandboxPolicy::fromJson(fixture().policyJson);
   stockade::DeriveContext ctx{.home = fixture().root + "/home", .cwd = fixture().root, .tmpdir = std::nullopt};
   const stockade::DerivedRules baseline = deriveOrDie(policy, ctx);
@@ -79,9 +72,8 @@ void BM_DeriveAndCompare50Paths(benchmark::State& state) {
     benchmark::DoNotOptimize(same);
   }
   state.counters["paths"] = static_cast<double>(fixture().paths.size());
-  stockade::policy::setListingReuseForBenchmarks(true);
 }
-BENCHMARK(BM_DeriveAndCompare50Paths)->ArgName("reuse")->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DeriveAndCompare50Paths)->Unit(benchmark::kMicrosecond);
 
 void BM_NarrowingCheck50Paths(benchmark::State& state) {
   auto policy = stockade::SandboxPolicy::fromJson(fixture().policyJson);

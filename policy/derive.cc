@@ -1,5 +1,9 @@
 // derive(): SandboxPolicy + the live filesystem -> DerivedRules.
-// Only stat/lstat/readlink and directory reads: no process, mount or socket calls.
+// Only stat/lstat/readlink, glob expansion and git's config files: no
+// process, mount or socket calls, and no walk of a writable tree -- what is
+// protected there is decided by name at each write (protected_names.h), so
+// derivation costs the same in an empty workspace and in one of 100,000
+// directories.
 #include <pwd.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,15 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <functional>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 
-#include "policy/dir_listing.h"
 #include "policy/domain.h"
+#include "policy/git_hooks.h"
 #include "policy/paths.h"
+#include "policy/protected_names.h"
 #include "policy/text.h"
 #include "policy/rules_builder.h"
 
@@ -23,37 +26,12 @@ namespace stockade {
 namespace {
 
 constexpr std::size_t kMaxGlobEntries = 1'000'000;
-constexpr std::size_t kMaxWritableTreeEntries = 2'000'000;
 // Entries looked at to name the other links of a read-denied file.
 constexpr std::size_t kMaxLinkSearch = 200'000;
-
-// Files that a shell, git or an editor executes or trusts when the host user
-// next uses them: a child must never write them, at any depth.
-constexpr std::array<std::string_view, 14> kMandatoryFiles = {
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-    ".zprofile", ".zlogin", ".zlogout", ".gitconfig", ".gitmodules", ".ripgreprc", ".mcp.json"};
-// Editor configuration folders: tasks and settings there run commands.
-constexpr std::array<std::string_view, 2> kMandatoryDirs = {".vscode", ".idea"};
-// Inside a git directory: hooks run on the host's next git command; config can
-// name programs (core.fsmonitor, core.sshCommand).
-constexpr std::array<std::string_view, 2> kGitDirEntries = {"hooks", "config"};
-// Inside an agent's config folder: commands, sub-agents and settings.
-constexpr std::array<std::string_view, 4> kClaudeEntries = {"commands", "agents", "settings.json",
-                                                             "settings.local.json"};
-
-template <std::size_t N>
-bool contains(const std::array<std::string_view, N>& list, std::string_view name) {
-  return std::find(list.begin(), list.end(), name) != list.end();
-}
-
-std::string joinPath(const std::string& dir, std::string_view name) {
-  return dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
-}
 
 struct DeriveFailure {
   PolicyError error;
 };
-
 
 class Deriver {
  public:
@@ -77,7 +55,7 @@ class Deriver {
       addEntry(fs.denyWrite[i], {"filesystem.denyWrite", i}, b_.fs.denyWrite, b_.fs.denyWritePatterns, Links::kBoth);
     b_.fs.defaultWrite = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"};
     if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, {"context.tmpdir"}));
-    for (const auto& root : b_.fs.allowWrite) findMandatoryDenies(root);
+    protectWhatGitRuns();
 
     const auto& net = policy_.network();
     b_.net.allowedDomains = domains(net.allowedDomains, policy::DomainUse::kAllow);
@@ -253,7 +231,8 @@ class Deriver {
   static std::string systemTree(std::string_view path) {
     constexpr std::array<std::string_view, 9> kTrees = {"etc", "usr", "bin", "sbin", "boot", "dev", "proc", "sys", "run"};
     std::string_view top = path.substr(1, path.find('/', 1) - 1);
-    if (contains(kTrees, top) || top.starts_with("lib")) return "/" + std::string(top);
+    if (std::find(kTrees.begin(), kTrees.end(), top) != kTrees.end() || top.starts_with("lib"))
+      return "/" + std::string(top);
     if (top == "var" && !policy::isWithin(path, "/var/tmp")) return "/var";
     return "";
   }
@@ -346,65 +325,18 @@ class Deriver {
     return out;
   }
 
-  // A writable root that itself lies in a mandatory-deny location.
-  void checkAncestors(const std::string& root) {
-    std::string prefix;
-    std::string_view prev;
-    std::size_t i = 1;
-    while (i <= root.size()) {
-      std::size_t j = root.find('/', i);
-      if (j == std::string::npos) j = root.size();
-      std::string_view name(root.data() + i, j - i);
-      prefix = root.substr(0, j);
-      if (contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
-          (prev == ".git" && contains(kGitDirEntries, name)) || (prev == ".claude" && contains(kClaudeEntries, name))) {
-        b_.fs.mandatoryDenyWrite.push_back(prefix);
-        return;
-      }
-      prev = name;
-      i = j + 1;
-    }
-  }
-
-  // Walks a writable tree (without following symlinks) and records every
-  // mandatory-deny entry that exists in it, at any depth.
-  void findMandatoryDenies(const std::string& root) {
-    checkAncestors(root);
-    std::size_t visited = 0;
-    // Each directory is opened through its parent's descriptor (dir_listing.h).
-    std::function<void(const policy::DirListing&, const std::string&, bool)> walk =
-        [&](const policy::DirListing& listing, const std::string& dir, bool inGitTree) {
-      if (!listing) return;
-      const std::vector<policy::DirEntry>& entries = listing.entries();
-      visited += entries.size();
-      if (visited > kMaxWritableTreeEntries)
-        fail({"filesystem.allowWrite"}, policy::quote(root) + " holds more than 2000000 entries; too many to scan for "
-                                                     "mandatory denies before every spawn, allow a narrower tree");
-      auto has = [&](std::string_view n) {
-        return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.name == n; });
-      };
-      // A git directory: ".git" itself, a submodule's or worktree's git dir, or a bare repository.
-      bool gitDir = (inGitTree || std::string_view(dir).ends_with("/.git")) && has("HEAD");
-      gitDir = gitDir || (has("HEAD") && has("objects") && has("refs"));
-      bool claudeDir = std::string_view(dir).ends_with("/.claude");
-      for (const auto& [name, isDir] : entries) {  // policy::DirEntry
-        std::string path = joinPath(dir, name);
-        bool deny = contains(kMandatoryFiles, name) || contains(kMandatoryDirs, name) ||
-                    (gitDir && contains(kGitDirEntries, name)) || (claudeDir && contains(kClaudeEntries, name));
-        if (deny) {
-          b_.fs.mandatoryDenyWrite.push_back(path);
-          continue;  // read-only as a whole: nothing below needs listing
-        }
-        if (isDir) walk(listing.child(name, path), path, inGitTree || name == ".git");
-      }
-    };
-    try {
-      // Nothing to list for a file or a missing root.
-      walk(policy::listDirectory(root), root, root.ends_with("/.git"));
-    } catch (const policy::DirListing::OutOfDescriptors& e) {
-      fail({"filesystem.allowWrite"}, policy::quote(root) + " is nested too deeply to scan for mandatory denies "
-                                                           "with the open-file limit (ran out at " +
-                                           policy::quote(e.path) + "); raise RLIMIT_NOFILE or allow a narrower tree");
+  // The protected names (the table), and the hooks directories git's
+  // configuration names (core.hooksPath): a relative one in the user's or
+  // system config is a name at any depth, any other a path.
+  void protectWhatGitRuns() {
+    b_.fs.protectedNames = policy::tableProtectedNames();
+    std::vector<std::string> trees = b_.fs.allowWrite;
+    trees.insert(trees.end(), b_.fs.defaultWrite.begin(), b_.fs.defaultWrite.end());
+    auto hooks = policy::gitHooksPaths(ctx_.home, trees);
+    for (auto& name : hooks.names) b_.fs.protectedNames.push_back({std::move(name), false});
+    for (const auto& path : hooks.paths) {
+      auto real = resolver_.resolve(path);
+      b_.fs.mandatoryDenyWrite.push_back(real ? *real : path);
     }
   }
 

@@ -7,7 +7,8 @@
 namespace stockade {
 namespace {
 
-std::vector<std::string> texts(const std::vector<DomainRule>& rules) {
+template <typename Rule>
+std::vector<std::string> texts(const std::vector<Rule>& rules) {
   std::vector<std::string> out;
   for (const auto& r : rules) out.push_back(r.text());
   std::sort(out.begin(), out.end());
@@ -40,6 +41,7 @@ RulesDiff diff(const DerivedRules& a, const DerivedRules& b) {
   axis("filesystem.mandatoryDenyWrite", fa.mandatoryDenyWrite, fb.mandatoryDenyWrite);
   axis("filesystem.allowWriteSystemPaths", {fa.allowWriteSystemPaths ? "true" : "false"},
        {fb.allowWriteSystemPaths ? "true" : "false"});
+  axis("filesystem.protectedNames", texts(fa.protectedNames), texts(fb.protectedNames));
   const auto &na = a.network(), &nb = b.network();
   axis("network.allowedDomains", texts(na.allowedDomains), texts(nb.allowedDomains));
   axis("network.deniedDomains", texts(na.deniedDomains), texts(nb.deniedDomains));

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "policy/rules_builder.h"
 #include "policy/text.h"
 
 namespace stockade::policy {
@@ -14,11 +13,6 @@ std::optional<FileIdentity> identityOf(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
   return FileIdentity{st.st_dev, st.st_ino};
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
 }
 
 }  // namespace
@@ -45,24 +39,7 @@ std::optional<Widening> DriftBaseline::check(const DerivedRules& now) const {
                       "filesystem.denyRead: " + quote(path) + " " + why + "; create the sandbox again to admit the change"};
     }
   }
-  // Mandatory denies that vanished cannot be enforced (no placeholder is ever
-  // created on the host), so they are dropped from the reference.
-  const auto& mandatory = rules_.filesystem().mandatoryDenyWrite;
-  const auto& kept = now.filesystem().mandatoryDenyWrite;
-  bool vanished = std::any_of(mandatory.begin(), mandatory.end(), [&](const std::string& p) {
-    return !std::binary_search(kept.begin(), kept.end(), p) && !exists(p);
-  });
-  if (!vanished) return narrowing(rules_, now);
-  RulesBuilder reference;
-  reference.fs = rules_.filesystem();
-  reference.fs.mandatoryDenyWrite.clear();
-  for (const auto& p : mandatory) {
-    if (std::binary_search(kept.begin(), kept.end(), p) || exists(p)) reference.fs.mandatoryDenyWrite.push_back(p);
-  }
-  reference.net = rules_.network();
-  reference.env = rules_.envAllow();
-  reference.limits = rules_.limits();
-  return narrowing(std::move(reference).build(), now);
+  return narrowing(rules_, now);
 }
 
 }  // namespace stockade::policy

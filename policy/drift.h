@@ -38,8 +38,7 @@ class DriftBaseline {
   const DerivedRules& rules() const noexcept { return rules_; }
 
   // The first widening of `now` (freshly derived from the same policy) over
-  // this baseline, or nullopt. Mandatory denies that no longer exist are not
-  // drift: nothing there can be enforced or read.
+  // this baseline, or nullopt.
   std::optional<Widening> check(const DerivedRules& now) const;
 
  private:

@@ -51,6 +51,11 @@ std::optional<Widening> writeAxis(const DerivedRules& base, const DerivedRules& 
     if (std::find(mine.begin(), mine.end(), pattern) == mine.end())
       return widening("filesystem.denyWrite", pattern, "is a deny pattern of the base policy that the candidate drops");
   }
+  for (const auto& name : bfs.protectedNames) {
+    const auto& mine = cand.filesystem().protectedNames;
+    if (!std::binary_search(mine.begin(), mine.end(), name))
+      return widening("filesystem.protectedNames", name.text(), "is protected by the base policy but not by the candidate");
+  }
   for (const auto* roots : {&cand.filesystem().allowWrite, &cand.filesystem().defaultWrite}) {
     const char* axis = roots == &cand.filesystem().allowWrite ? "filesystem.allowWrite" : "filesystem.defaultWrite";
     for (const auto& root : *roots) {

@@ -3,9 +3,11 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "policy/paths.h"
+#include "policy/protected_names.h"
 #include "policy/rules_builder.h"
 
 namespace stockade {
@@ -19,7 +21,8 @@ void canonicalise(std::vector<T>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-json domainList(const std::vector<DomainRule>& rules) {
+template <typename Rule>
+json textList(const std::vector<Rule>& rules) {
   json out = json::array();
   for (const auto& r : rules) out.push_back(r.text());
   return out;
@@ -45,6 +48,7 @@ DerivedRules RulesBuilder::build() && {
                      &fs.defaultWrite, &fs.denyWrite, &fs.denyWritePatterns, &fs.mandatoryDenyWrite,
                      &net.allowUnixSockets, &env})
     canonicalise(*list);
+  canonicalise(fs.protectedNames);
   canonicalise(net.allowedDomains);
   canonicalise(net.deniedDomains);
   DerivedRules out;
@@ -67,10 +71,11 @@ std::string DerivedRules::toJson() const {
         {"denyWrite", fs_.denyWrite},
         {"denyWritePatterns", fs_.denyWritePatterns},
         {"mandatoryDenyWrite", fs_.mandatoryDenyWrite},
-        {"allowWriteSystemPaths", fs_.allowWriteSystemPaths}}},
+        {"allowWriteSystemPaths", fs_.allowWriteSystemPaths},
+        {"protectedNames", textList(fs_.protectedNames)}}},
       {"network",
-       {{"allowedDomains", domainList(net_.allowedDomains)},
-        {"deniedDomains", domainList(net_.deniedDomains)},
+       {{"allowedDomains", textList(net_.allowedDomains)},
+        {"deniedDomains", textList(net_.deniedDomains)},
         {"allowUnixSockets", net_.allowUnixSockets},
         {"allowAllUnixSockets", net_.allowAllUnixSockets},
         {"allowLocalBinding", net_.allowLocalBinding}}},
@@ -114,11 +119,22 @@ bool DerivedRules::readable(std::string_view path) const {
   return allow && allow->size() > deny->size();
 }
 
+std::string ProtectedName::text() const { return nonDirectoryOnly ? pattern + " (not a directory)" : pattern; }
+
 bool DerivedRules::writable(std::string_view path) const {
   if (anyContaining(fs_.denyWrite, path) || anyContaining(fs_.mandatoryDenyWrite, path)) return false;
   // The default write paths are the sandbox's own objects (/dev/null, the
   // private TMPDIR); a host path must also be visible to be written.
-  return anyContaining(fs_.defaultWrite, path) || (anyContaining(fs_.allowWrite, path) && readable(path));
+  if (!anyContaining(fs_.defaultWrite, path) && !(anyContaining(fs_.allowWrite, path) && readable(path))) return false;
+  // narrowing() asks this of every entry of two rule sets, which nearly
+  // always carry the same names: the last matcher is kept, per thread.
+  thread_local std::vector<ProtectedName> lastNames;
+  thread_local std::optional<policy::ProtectedNameMatcher> last;
+  if (!last || lastNames != fs_.protectedNames) {
+    lastNames = fs_.protectedNames;
+    last.emplace(fs_.protectedNames);
+  }
+  return last->protecting(path, /*isDirectory=*/false) == nullptr;
 }
 
 }  // namespace stockade

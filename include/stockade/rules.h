@@ -33,6 +33,16 @@ struct DomainRule {
   auto operator<=>(const DomainRule&) const = default;
 };
 
+// A name pattern protected at any depth of every writable tree, whether or
+// not it exists: policy/protected_names.cc holds the table and the reasons.
+struct ProtectedName {
+  std::string pattern;            // '/'-separated components; "*" one component, "**" any number
+  bool nonDirectoryOnly = false;  // only a non-directory at the name (a `.git` file), not a directory
+  // The pattern, with " (not a directory)" when nonDirectoryOnly.
+  std::string text() const;
+  auto operator<=>(const ProtectedName&) const = default;
+};
+
 // What derive() needs from the world besides the policy.
 struct DeriveContext {
   std::string home;                   // for `~`; empty: `~` is an error
@@ -53,6 +63,9 @@ class DerivedRules {
     std::vector<std::string> denyWritePatterns;  // globs as written: their matches when derived are in denyWrite
     std::vector<std::string> mandatoryDenyWrite;  // rc files, .git/hooks, ... under writable trees
     bool allowWriteSystemPaths = false;  // the policy's opt-in (policy.h): allowWrite may name system trees
+    // Names protected at any depth of the writable trees (rc files, .git/hooks,
+    // editor and agent settings), decided at each write by the broker.
+    std::vector<ProtectedName> protectedNames;
     bool operator==(const Filesystem&) const = default;
   };
   struct Network {
@@ -81,7 +94,8 @@ class DerivedRules {
   // denyRead/allowRead entry that contains it decides; a tie denies.
   bool readable(std::string_view path) const;
   // Write decision: inside no denyWrite/mandatoryDenyWrite tree (denies win
-  // at any depth), and inside some defaultWrite tree, or inside some
+  // at any depth), under no protected name (taken as a non-directory, the
+  // stricter reading), and inside some defaultWrite tree, or inside some
   // allowWrite tree and readable (a read-denied path is masked: nothing can
   // be written there).
   bool writable(std::string_view path) const;

@@ -32,7 +32,7 @@ std::string shown(const MountPlan& plan, const MountView& v) {
   if (v.op) return std::string(mountOpName(v.op->kind)) + " at " + policy::quote(v.op->path);
   switch (plan.root) {
     case MountPlan::Root::kEmpty: return "the empty root";
-    case MountPlan::Root::kHostWritable: return "the writable host root";
+    case MountPlan::Root::kHostBrokered: return "the brokered host root";
     case MountPlan::Root::kHostReadOnly: break;
   }
   return "the read-only host root";
@@ -52,6 +52,7 @@ class Checker {
 
   Coverage run() {
     filesystem();
+    protectedNames();
     readOnlyMounts();
     landlock();
     network();
@@ -98,7 +99,8 @@ class Checker {
       // Writes. (The entries are looked up only where a write is allowed or
       // possible: this runs for every critical point of every spawn.)
       const bool writable = rules_.writable(p);
-      if (!writable && !(v.writable && v.source == Source::kHost)) continue;
+      const bool hostInView = v.source == Source::kHost && (v.writable || v.brokered);
+      if (!writable && !hostInView) continue;
       const std::string* allow = deepest(fs.allowWrite, p);
       const std::string* own = deepest(fs.defaultWrite, p);
       if (writable) {
@@ -112,36 +114,45 @@ class Checker {
             uncovered(entry("filesystem.defaultWrite", *own),
                       "hidden by the mask for filesystem.denyRead " + policy::quote(v.op->path) +
                           "; every sandbox needs its default write paths: deny narrower paths instead");
-          else if (!v.writable || v.source == Source::kEmpty)
+          else if (!(v.writable || v.brokered) || v.source == Source::kEmpty)
             uncovered(entry("filesystem.defaultWrite", *own),
                       "not writable in the sandbox (" + shown(mounts, v) + ")");
+          else if (v.brokered)
+            brokeredWrite(p, v, entry("filesystem.defaultWrite", *own));
         } else if (ownTree(v) && !within(*allow, ownRoot(v))) {
           // A tree above the sandbox's own /proc, /dev or /tmp (allowWrite
           // "/"): those stay the sandbox's, as for reads.
-        } else if (v.source != Source::kHost || !v.writable) {
+        } else if (v.source != Source::kHost || !v.brokered) {
           uncovered(entry("filesystem.allowWrite", *allow),
                     (p == *allow ? std::string("the host's object is not bound writable")
                                  : "the host's " + policy::quote(p) + " is not writable") +
                         " (" + shown(mounts, v) + ")");
+        } else {
+          brokeredWrite(p, v, entry("filesystem.allowWrite", *allow));
         }
-      } else {  // writable in the view
+      } else {  // the host's object, writable in the view or by the broker
         const std::string* denied = deepest(fs.denyWrite, p);
         const std::string* mandatory = deepest(fs.mandatoryDenyWrite, p);
         const bool isMandatory = mandatory && (!denied || mandatory->size() > denied->size());
         const std::string* d = isMandatory ? mandatory : denied;
+        const std::string e = d ? entry(isMandatory ? "filesystem.mandatoryDenyWrite" : "filesystem.denyWrite", *d)
+                                : entry("filesystem", p);
         if (!allow && !own) {
           uncovered(entry("filesystem", p), "writable in the sandbox though no write rule allows it (" +
                                                 shown(mounts, v) + ")");
+        } else if (v.brokered && !v.writable) {
+          // Read-only to the child; the broker's decision must refuse it.
+          // (Without a broker nothing writes there at all.)
+          if (const auto verdict = brokerVerdict(p); verdict && verdict->action == policy::WriteVerdict::Action::kPerform)
+            uncovered(e, (d && p == *d ? std::string("the write broker would perform writes to it")
+                                       : "the write broker would perform writes to " + policy::quote(p)) +
+                             " (" + shown(mounts, v) + ")");
         } else if (!d) {
-          // Write-denied only by being read-denied: the read check above names it.
-        } else if (std::find(mounts.uncoverableDenyWrite.begin(), mounts.uncoverableDenyWrite.end(), *d) !=
-                   mounts.uncoverableDenyWrite.end()) {
-          degraded(entry(isMandatory ? "filesystem.mandatoryDenyWrite" : "filesystem.denyWrite", *d),
-                   "does not exist; its creation cannot be prevented without a placeholder on the host");
+          // Write-denied only by being read-denied (the read check above
+          // names it) or by a protected name (protectedNames()).
         } else {
-          uncovered(entry(isMandatory ? "filesystem.mandatoryDenyWrite" : "filesystem.denyWrite", *d),
-                    (p == *d ? std::string("would stay writable") : policy::quote(p) + " would stay writable") +
-                        " (" + shown(mounts, v) + ")");
+          uncovered(e, (p == *d ? std::string("would stay writable") : policy::quote(p) + " would stay writable") +
+                           " (" + shown(mounts, v) + ")");
         }
       }
     }
@@ -149,15 +160,79 @@ class Checker {
       const char* field = std::find(fs.denyWrite.begin(), fs.denyWrite.end(), p) != fs.denyWrite.end()
                               ? "filesystem.denyWrite"
                               : "filesystem.mandatoryDenyWrite";
-      degraded(entry(field, p), "has other hard links; only this name is read-only, the file stays writable through "
-                                "the others");
+      degraded(entry(field, p), "has other hard links; the write broker refuses writes by this name only, the file "
+                                "stays writable through the others");
     }
+  }
+
+  // What the broker would answer a write to `p` (a non-directory, as the
+  // rules read it); nullopt: no broker.
+  std::optional<policy::WriteVerdict> brokerVerdict(const std::string& p) const {
+    if (!plan_.broker) return std::nullopt;
+    return plan_.broker->decide({{policy::Effect::kModify, p, policy::ObjectKind::kOther}});
+  }
+
+  // A writable path whose view is a brokered tree: the broker must be
+  // installed, serve that tree, and perform the write there.
+  void brokeredWrite(const std::string& p, const MountView& v, std::string e) {
+    const std::string tree = v.op ? v.op->path : "/";
+    if (!plan_.broker) {
+      uncovered(std::move(e), "bound read-only for the write broker (" + shown(plan_.mounts, v) +
+                                  "), but no write broker can run on this kernel (SECCOMP_ADDFD_FLAG_SEND, Linux "
+                                  "5.14): every write there would fail");
+      return;
+    }
+    const auto& trees = plan_.broker->trees();
+    if (std::find(trees.begin(), trees.end(), tree) == trees.end()) {
+      uncovered(std::move(e), "the write broker does not serve " + shown(plan_.mounts, v));
+      return;
+    }
+    const policy::WriteVerdict verdict = *brokerVerdict(p);
+    if (verdict.action == policy::WriteVerdict::Action::kPerform && trees[verdict.tree] == tree) return;
+    uncovered(std::move(e),
+              "the write broker would " +
+                  (verdict.action == policy::WriteVerdict::Action::kPerform
+                       ? "write " + policy::quote(p) + " in " + policy::quote(trees[verdict.tree]) +
+                             ", not where the sandbox shows it (" + shown(plan_.mounts, v) + ")"
+                   : verdict.action == policy::WriteVerdict::Action::kRefuse
+                       ? "refuse writes to " + policy::quote(p) + " (" + verdict.rule + ")"
+                       : "leave writes to " + policy::quote(p) + " to the kernel, which refuses them (" +
+                             shown(plan_.mounts, v) + ")"));
+  }
+
+  // Protected names hold at any depth of every brokered tree, whenever they
+  // appear: the broker's decision must refuse each, in each tree. (Nothing
+  // else can write a brokered tree; the sandbox's own trees are not the
+  // host's.)
+  void protectedNames() {
+    if (!plan_.broker) return;  // nothing brokered is writable
+    for (const auto& tree : plan_.broker->trees())
+      for (const auto& name : rules_.filesystem().protectedNames) {
+        const std::string p = (tree == "/" ? "" : tree) + "/" + instance(name.pattern);
+        const policy::WriteVerdict v =
+            plan_.broker->decide({{policy::Effect::kCreate, p, policy::ObjectKind::kOther}});
+        if (v.action == policy::WriteVerdict::Action::kPerform)
+          uncovered("filesystem.protectedNames " + policy::quote(name.text()),
+                    "the write broker would create " + policy::quote(p) + " in the brokered tree " + policy::quote(tree));
+      }
+  }
+
+  // A path the pattern matches: "*" one component, "**" none.
+  static std::string instance(std::string_view pattern) {
+    std::string out;
+    for (std::size_t at = 0; at <= pattern.size();) {
+      const std::size_t end = std::min(pattern.find('/', at), pattern.size());
+      const std::string_view part = pattern.substr(at, end - at);
+      if (part != "**") out += (out.empty() ? "" : "/") + std::string(part == "*" ? "x" : part);
+      at = end + 1;
+    }
+    return out;
   }
 
   // The read-only host mount that holds `p` where the view shows the host's
   // object bound writable, or nullptr.
   const std::string* readOnlyAt(std::string_view p, const MountView& v) const {
-    if (v.source != Source::kHost || !v.writable) return nullptr;
+    if (v.source != Source::kHost || !(v.writable || v.brokered)) return nullptr;
     const std::string_view bound = v.op ? std::string_view(v.op->path) : "/";
     const std::string* best = nullptr;
     for (const auto& r : plan_.mounts.readOnlyHost)
@@ -184,8 +259,10 @@ class Checker {
     }
   }
 
-  // Landlock grants write rights exactly beneath the writable paths (and
-  // the sandbox's own /tmp, /dev/shm, /dev/pts).
+  // Landlock grants the child write rights of its own exactly beneath the
+  // writable paths the sandbox shows as its own objects (and its own /tmp,
+  // /dev/shm, /dev/pts), and none in a brokered tree: there the kernel must
+  // refuse every write the broker does not perform.
   void landlock() {
     const LandlockPlan& l = plan_.landlock;
     if (l.abi <= 0) return;  // a kernel degradation, reported by the probe
@@ -194,14 +271,20 @@ class Checker {
       const char* field = list == &fs.allowWrite ? "filesystem.allowWrite" : "filesystem.defaultWrite";
       for (const auto& p : *list) {
         if (!rules_.writable(p) || p == "/dev/stdin" || p == "/dev/stdout" || p == "/dev/stderr") continue;  // fd links
+        const MountView v = viewAt(plan_.mounts, p);
+        if (!v.writable || v.source == Source::kHost) continue;  // brokered, or not writable (filesystem() says so)
         if (std::none_of(l.writable.begin(), l.writable.end(), [&](const std::string& w) { return within(p, w); }))
           uncovered(entry(field, p), "Landlock grants no write rights there");
       }
     }
     for (const auto& w : l.writable) {
-      const Source s = viewAt(plan_.mounts, w).source;
-      const bool own = (w == "/tmp" && s == Source::kPrivateTmp) || w == "/dev/shm" || w == "/dev/pts";
-      if (!own && !rules_.writable(w))
+      const MountView v = viewAt(plan_.mounts, w);
+      const bool own = (w == "/tmp" && v.source == Source::kPrivateTmp) || w == "/dev/shm" || w == "/dev/pts";
+      if (v.source == Source::kHost)
+        uncovered(entry("landlock", w), "Landlock would grant the child write rights of its own in the host's " +
+                                            policy::quote(w) + " (" + shown(plan_.mounts, v) +
+                                            "): the kernel would not refuse a write the broker did not decide");
+      else if (!own && !rules_.writable(w))
         uncovered(entry("landlock", w), "Landlock would grant writes beneath it, which the rules do not allow");
     }
   }

@@ -2,16 +2,21 @@
 //
 // Every entry of the DerivedRules must be honoured by the enforcement plan:
 // each read-denied path masked (no host object under it visible unless an
-// allowRead entry carves it back), each writable path bound read-write with
-// the host's object visible there on a mount the host does not hold
-// read-only (MountPlan::readOnlyHost), each write-denied path inside a
-// writable tree read-only, Landlock granting writes exactly where the rules
-// do, each network rule installed, and each limit: a cgroup made with its
-// value or a reported fallback, every tmpfs sized (within limits.memoryBytes
-// when set), the sandbox's shares of the per-user counters planned. An entry
-// the plan does not honour is either a degradation -- weaker for a reason
-// stockade knows, reported to the caller (a write-denied path that does not
-// exist yet, unix sockets allowed as a whole, no usable cgroup, a read-only
+// allowRead entry carves it back); each writable path either the sandbox's
+// own object, writable by the child, or the host's object in a brokered tree
+// (bound read-only) whose write broker is installed, serves that tree and
+// would perform the write -- on a mount the host does not hold read-only
+// (MountPlan::readOnlyHost); each write-denied path and each protected name
+// inside a brokered tree refused by the broker's decision (asked here: the
+// pure function the broker runs, policy/write_decision.h), and elsewhere
+// read-only; Landlock granting the child write rights of its own exactly
+// where the sandbox's own objects are writable, never in a brokered tree;
+// each network rule installed, and each limit: a cgroup made with its value
+// or a reported fallback, every tmpfs sized (within limits.memoryBytes when
+// set), the sandbox's shares of the per-user counters planned. An entry the
+// plan does not honour is either a degradation -- weaker for a reason
+// stockade knows, reported to the caller (a write-denied file with other
+// names, unix sockets allowed as a whole, no usable cgroup, a read-only
 // mount beneath a writable entry) -- or uncovered, which refuses the spawn
 // naming the entry.
 //
@@ -30,6 +35,7 @@
 #include "platform/linux/mounts.h"
 #include "platform/linux/privileges.h"
 #include "platform/linux/seccomp.h"
+#include "policy/write_decision.h"
 #include "stockade/rules.h"
 
 namespace stockade::platform {
@@ -51,6 +57,9 @@ struct EnforcementPlan {
   LimitMechanism cpu = LimitMechanism::kNone;
   CgroupLimits cgroup;
   std::span<const std::string> reported;  // the planner's degradations so far
+  // The write broker's rules (write_decision.h) for the trees the mount plan
+  // brokers; nullptr: no broker will run, so nothing brokered is writable.
+  const policy::WriteRules* broker = nullptr;
 };
 
 struct CoverageGap {

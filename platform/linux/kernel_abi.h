@@ -12,6 +12,7 @@
 #include <linux/mount.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,6 +58,14 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)  // Linux 5.11
 #endif
 
+// --- seccomp user notification --------------------------------------------
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)  // Linux 6.6
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)  // Linux 6.6
+#endif
+
 // --- mount API (Linux 5.2; mount_setattr 5.12) ----------------------------
 #ifndef MOUNT_ATTR_SIZE_VER0
 #define MOUNT_ATTR_SIZE_VER0 32  // Linux 5.12
@@ -85,6 +94,16 @@ namespace stockade::platform::linux_abi {
 
 // fchmodat2(2), Linux 6.6; libseccomp 2.5.4 does not know its name. x86_64.
 inline constexpr int kNrFchmodat2 = 452;
+// setxattrat(2) and removexattrat(2), Linux 6.13; x86_64, unknown to libseccomp 2.5.4.
+inline constexpr int kNrSetxattrat = 463;
+inline constexpr int kNrRemovexattrat = 466;
+
+// struct xattr_args, Linux 6.13 (setxattrat's value, size and XATTR_* flags).
+struct XattrArgs {
+  std::uint64_t value = 0;
+  std::uint32_t size = 0;
+  std::uint32_t flags = 0;
+};
 
 // struct landlock_ruleset_attr as of ABI 6 (Linux 6.12). Passing the full
 // size to an older kernel is accepted as long as the fields it does not know
@@ -142,6 +161,15 @@ inline int openat2(int dirfd, const char* path, std::uint64_t flags, std::uint64
   how.flags = flags;
   how.resolve = resolve;
   return static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof(how)));
+}
+inline int fchmodat2(int dirfd, const char* path, unsigned mode, int flags) {
+  return static_cast<int>(::syscall(kNrFchmodat2, dirfd, path, mode, flags));
+}
+inline int setxattrat(int dirfd, const char* path, unsigned atFlags, const char* name, const XattrArgs* args) {
+  return static_cast<int>(::syscall(kNrSetxattrat, dirfd, path, atFlags, name, args, sizeof(*args)));
+}
+inline int removexattrat(int dirfd, const char* path, unsigned atFlags, const char* name) {
+  return static_cast<int>(::syscall(kNrRemovexattrat, dirfd, path, atFlags, name));
 }
 inline int openTree(int dirfd, const char* path, unsigned flags) {
   return static_cast<int>(::syscall(SYS_open_tree, dirfd, path, flags));

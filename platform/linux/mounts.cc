@@ -18,6 +18,7 @@
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/mountinfo.h"
 #include "policy/paths.h"
+#include "policy/write_decision.h"
 
 namespace stockade::platform {
 namespace {
@@ -42,7 +43,7 @@ using Op = MountPlan::Op;
 using Kind = MountPlan::Op::Kind;
 using Source = MountView::Source;
 
-// At one path: what stockade builds first, then host trees (a writable bind
+// At one path: what stockade builds first, then host trees (a brokered tree
 // over a carve-out of the same path), then what changes them; a mask last.
 int rank(Kind kind) {
   switch (kind) {
@@ -51,12 +52,11 @@ int rank(Kind kind) {
     case Kind::kDev: return 0;
     case Kind::kCarveOut:
     case Kind::kLink: return 1;
-    case Kind::kWritable: return 2;
-    case Kind::kPin: return 3;
-    case Kind::kReadOnly: return 4;
-    case Kind::kMask: return 5;
+    case Kind::kBrokered: return 2;
+    case Kind::kReadOnly: return 3;
+    case Kind::kMask: return 4;
   }
-  return 6;
+  return 5;
 }
 
 // The entries of the minimal /dev a program may write (buildDev()).
@@ -277,7 +277,14 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
       error.add("openat(\"/dev\", ").quoted(node).add(", O_CREAT|O_EXCL|O_NOFOLLOW, 0444)");
       return error.fail(SetupStep::kMounts);
     }
-    if (!mountAt(hostPath, placeholder.fd, hostPath, nullptr, MS_BIND, nullptr, error)) return false;
+    // Read-only: the device stays writable (a device node's writes do not
+    // need a writable mount), its inode -- the host's -- cannot be changed.
+    Fd device(cloneHostTree(hostPath, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, error));
+    if (device.fd < 0) {
+      if (error.error == 0) error.add("open_tree(").quoted(hostPath).add("): missing on the host");
+      return error.fail(SetupStep::kMounts);
+    }
+    if (!attach(device.fd, placeholder.fd, hostPath, error)) return false;
   }
   // As above, for the two directories.
   auto subdir = [&](const char* name) -> int {
@@ -338,7 +345,7 @@ HostSnapshot HostSnapshot::take(const MountPlan& plan) {
     if (beneath(op.path, "/proc")) continue;
     add(op.path, op.kind == Kind::kReadOnly);
   }
-  for (const auto& p : plan.uncoverableDenyWrite) add(p, true);
+  for (const auto& p : plan.writeDenied) add(p, true);
   return snapshot;
 }
 
@@ -368,30 +375,45 @@ const char* mountOpName(Kind kind) noexcept {
     case Kind::kDev: return "the sandbox's /dev";
     case Kind::kCarveOut: return "a read-only carve-out";
     case Kind::kLink: return "a re-created symlink";
-    case Kind::kWritable: return "a writable bind";
-    case Kind::kPin: return "a pinned directory";
+    case Kind::kBrokered: return "a brokered tree";
     case Kind::kReadOnly: return "a read-only bind";
     case Kind::kMask: return "a mask";
   }
   return "?";
 }
 
+std::vector<std::string> MountPlan::brokeredTrees() const {
+  std::vector<std::string> out;
+  if (root == Root::kHostBrokered) out.emplace_back("/");
+  for (const auto& op : ops)
+    if (op.kind == Kind::kBrokered) out.push_back(op.path);
+  return out;
+}
+
+std::vector<std::string> MountPlan::ownTrees() const {
+  std::vector<std::string> out;
+  for (const auto& op : ops)
+    if (op.kind == Kind::kPrivateTmp || op.kind == Kind::kProc || op.kind == Kind::kDev) out.push_back(op.path);
+  return out;
+}
+
 MountView viewAt(const MountPlan& plan, std::string_view path) {
   MountView v;
   v.source = plan.root == MountPlan::Root::kEmpty ? Source::kEmpty : Source::kHost;
-  v.writable = plan.root == MountPlan::Root::kHostWritable;
+  v.brokered = plan.root == MountPlan::Root::kHostBrokered;
   for (const auto& op : plan.ops) {
     if (!beneath(path, op.path)) continue;
     switch (op.kind) {
-      case Kind::kPrivateTmp: v = {Source::kPrivateTmp, true, &op}; break;
-      case Kind::kProc: v = {Source::kProc, true, &op}; break;
-      case Kind::kDev: v = {Source::kDev, devWritable(path), &op}; break;
+      case Kind::kPrivateTmp: v = {Source::kPrivateTmp, true, false, &op}; break;
+      case Kind::kProc: v = {Source::kProc, true, false, &op}; break;
+      case Kind::kDev: v = {Source::kDev, devWritable(path), false, &op}; break;
       case Kind::kCarveOut:
-      case Kind::kLink: v = {Source::kHost, false, &op}; break;
-      case Kind::kWritable: v = {Source::kHost, true, &op}; break;
-      case Kind::kPin: break;
+      case Kind::kLink: v = {Source::kHost, false, false, &op}; break;
+      case Kind::kBrokered: v = {Source::kHost, false, true, &op}; break;
+      // The child's own rights end here; the broker's do not (it writes
+      // through the tree's descriptor): a brokered view stays brokered.
       case Kind::kReadOnly: v.writable = false; break;
-      case Kind::kMask: v = {Source::kEmpty, false, &op}; break;
+      case Kind::kMask: v = {Source::kEmpty, false, false, &op}; break;
     }
   }
   return v;
@@ -403,7 +425,7 @@ MountPlan planMounts(const DerivedRules& rules) {
   auto hostWritable = [&](std::string_view p) { return beneathAny(p, fs.allowWrite) && rules.writable(p); };
   MountPlan plan;
   if (!rules.readable("/")) plan.root = MountPlan::Root::kEmpty;
-  else if (hostWritable("/")) plan.root = MountPlan::Root::kHostWritable;
+  else if (hostWritable("/")) plan.root = MountPlan::Root::kHostBrokered;
 
   // Every operation the rules could need, then, in path order, those that
   // change what the view shows where the rules need it changed. (Views of
@@ -418,7 +440,7 @@ MountPlan planMounts(const DerivedRules& rules) {
   for (const auto* list : {&fs.allowWrite, &fs.defaultWrite})
     for (const auto& p : *list)
       if (p != "/" && !beneath(p, "/dev") && !beneath(p, "/proc") && (p != "/tmp" || hostTmp))
-        candidates.push_back({Kind::kWritable, p});
+        candidates.push_back({Kind::kBrokered, p});
   // The fresh /proc: kernel-wide knobs read-only, as bubblewrap and Docker do.
   // The child may be the host's uid 0, and Landlock (when the kernel has it)
   // must not be the only thing between it and kernel.core_pattern.
@@ -444,19 +466,25 @@ MountPlan planMounts(const DerivedRules& rules) {
       case Kind::kPrivateTmp:
       case Kind::kProc:
       case Kind::kDev: take = true; break;
-      case Kind::kWritable:
-        take = rules.writable(path) && !(v.source == Source::kHost && v.writable) &&
+      case Kind::kBrokered:
+        take = rules.writable(path) && !(v.source == Source::kHost && v.brokered) &&
                (v.source == Source::kHost || v.source == Source::kEmpty || v.source == Source::kPrivateTmp);
         break;
       case Kind::kReadOnly: {
-        if (!v.writable || (v.source != Source::kHost && v.source != Source::kProc)) break;
-        struct stat st;
-        if (v.source == Source::kHost && ::lstat(path.c_str(), &st) != 0) {
-          plan.uncoverableDenyWrite.push_back(path);
+        if (v.brokered) {
+          // The broker refuses writes here by path, whether or not the path
+          // exists: no mount. A file with other names stays writable
+          // through them (a degradation).
+          struct stat st;
+          if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            plan.writeDenied.push_back(path);
+            if (st.st_nlink > 1) plan.linkedDenyWrite.push_back(path);
+          }
           break;
         }
-        if (v.source == Source::kHost && S_ISREG(st.st_mode) && st.st_nlink > 1) plan.linkedDenyWrite.push_back(path);
-        take = true;
+        // The sandbox's own /tmp and /dev hold no host object to protect
+        // (the rule is about the host's, which the child cannot reach there).
+        take = v.writable && v.source == Source::kProc;
         break;
       }
       case Kind::kMask: take = v.source == Source::kHost || v.source == Source::kProc || v.source == Source::kDev; break;
@@ -474,42 +502,15 @@ MountPlan planMounts(const DerivedRules& rules) {
         take = true;
         break;
       }
-      case Kind::kLink:
-      case Kind::kPin: break;  // not candidates
+      case Kind::kLink: break;  // not a candidate
     }
     if (take && (plan.ops.empty() || plan.ops.back().path != path || plan.ops.back().kind != c.kind))
       plan.ops.push_back({c.kind, path, std::move(target)});
   }
 
-  // Pin the directories between each read-only deny and the writable tree it
-  // sits in: rename() and rmdir() of a mount point fail with EBUSY, so
-  // `mv .git elsewhere; mkdir -p .git/hooks` cannot swap a fresh writable
-  // tree in place of a read-only one. A pin changes no view, so adding them
-  // now leaves every decision above as it was.
-  std::vector<Op> pins;
-  for (const auto& op : plan.ops) {
-    if (op.kind != Kind::kReadOnly || beneath(op.path, "/proc")) continue;
-    std::string_view root = plan.root == MountPlan::Root::kHostWritable ? "/" : "";
-    for (const auto& w : plan.ops)
-      if (w.kind == Kind::kWritable && beneath(op.path, w.path) && w.path != op.path && w.path.size() > root.size())
-        root = w.path;
-    if (root.empty()) continue;  // under the private /tmp: nothing to pin on the host tree
-    for (std::string a = op.path.substr(0, op.path.rfind('/')); a.size() > root.size() && beneath(a, root);
-         a = a.substr(0, a.rfind('/')))
-      if (std::none_of(pins.begin(), pins.end(), [&](const Op& p) { return p.path == a; }))
-        pins.push_back({Kind::kPin, a});
-  }
-  if (!pins.empty()) {
-    plan.ops.insert(plan.ops.end(), pins.begin(), pins.end());
-    std::stable_sort(plan.ops.begin(), plan.ops.end(), inOrder);
-  }
-
-  // Where the host mounts a writable tree read-only (checkCoverage() names
+  // Where the host mounts a brokered tree read-only (checkCoverage() names
   // each): the mount holding the tree, and the mounts beneath it.
-  std::vector<std::string_view> trees;
-  if (plan.root == MountPlan::Root::kHostWritable) trees.emplace_back("/");
-  for (const auto& op : plan.ops)
-    if (op.kind == Kind::kWritable) trees.emplace_back(op.path);
+  const std::vector<std::string> trees = plan.brokeredTrees();
   for (const auto& t : trees) {
     struct statvfs st;
     if (::statvfs(std::string(t).c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) plan.readOnlyHost.emplace_back(t);
@@ -526,7 +527,7 @@ MountPlan planMounts(const DerivedRules& rules) {
   std::size_t slots = 0;
   for (std::size_t i = 0; i < plan.ops.size(); ++i) {
     Op& op = plan.ops[i];
-    if (op.kind == Kind::kWritable || op.kind == Kind::kCarveOut) ++slots;
+    if (op.kind == Kind::kBrokered || op.kind == Kind::kCarveOut) ++slots;
     if (op.kind == Kind::kMask)
       op.sealAfter = std::any_of(plan.ops.begin() + static_cast<std::ptrdiff_t>(i) + 1, plan.ops.end(),
                                  [&](const Op& later) { return beneath(later.path, op.path); });
@@ -552,6 +553,25 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   }
   // 2. Detached copies of the host trees, taken before the staging tmpfs can
   //    hide anything under /tmp.
+  // Each brokered tree bound must be the very object the write broker holds
+  // (opened by the parent, whose mount namespace a clone cannot be taken
+  // from), or the broker would write where the child does not look. The
+  // child's copies of the broker's descriptors are closed on the way.
+  std::size_t nextTree = 0;
+  auto sameAsBroker = [&](int clone, const char* path) -> bool {
+    const int held = nextTree < plan.writableFds.size() ? plan.writableFds[nextTree] : -2;
+    ++nextTree;
+    struct stat bound, heldSt;
+    const bool same = (clone < 0 && held == -1) ||
+                      (clone >= 0 && held >= 0 && ::fstat(clone, &bound) == 0 && ::fstat(held, &heldSt) == 0 &&
+                       bound.st_dev == heldSt.st_dev && bound.st_ino == heldSt.st_ino);
+    if (held >= 0) ::close(held);
+    if (same) return true;
+    errno = ESTALE;
+    error.add("brokered tree ").quoted(path).add(held == -2 ? " has no descriptor of the write broker"
+                                                            : " changed between planning and binding");
+    return error.fail(SetupStep::kMounts);
+  };
   Fd root(-1);
   if (plan.root != MountPlan::Root::kEmpty) {
     root.fd = abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -559,18 +579,20 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       error.add("open_tree(\"/\", OPEN_TREE_CLONE|AT_RECURSIVE)");
       return error.fail(SetupStep::kMounts);
     }
-    const std::uint64_t rootAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                    (plan.root == MountPlan::Root::kHostReadOnly ? MOUNT_ATTR_RDONLY : 0);
-    if (!setAttr(root.fd, "/", rootAttrs, true, error)) return false;
+    // Read-only either way: a brokered root's writes are the broker's.
+    if (!setAttr(root.fd, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
+    if (plan.root == MountPlan::Root::kHostBrokered && !sameAsBroker(root.fd, "/")) return false;
   }
   int* slot = plan.scratch.data();
   for (const auto& op : plan.ops) {
-    if (op.kind != Kind::kWritable && op.kind != Kind::kCarveOut) continue;
-    const std::uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (op.kind == Kind::kCarveOut ? MOUNT_ATTR_RDONLY : 0);
-    *slot = cloneHostTree(op.path.c_str(), attrs, error);
+    if (op.kind != Kind::kBrokered && op.kind != Kind::kCarveOut) continue;
+    *slot = cloneHostTree(op.path.c_str(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
     if (*slot < 0 && error.error != 0) return false;
+    if (op.kind == Kind::kBrokered && !sameAsBroker(*slot, op.path.c_str())) return false;
     ++slot;
   }
+  for (; nextTree < plan.writableFds.size(); ++nextTree)
+    if (plan.writableFds[nextTree] >= 0) ::close(plan.writableFds[nextTree]);
 
   // 3. The staging tmpfs, private to this mount namespace.
   if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, kStageTmpfs) != 0) {
@@ -608,9 +630,8 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
 
   // 5. Every operation, in path order (an operation lands on top of those at
   //    its ancestors).
-  // Mounts a clone of the view at `p` onto itself, with `attrs` added (0: as
-  // it is). A mount point cannot be renamed away, which is what pins it.
-  auto rebind = [&](const char* p, std::uint64_t attrs) -> bool {
+  // Mounts a clone of the view at `p` onto itself, read-only at every depth.
+  auto readOnly = [&](const char* p) -> bool {
     Fd target(resolve(rootFd, p));
     if (target.fd < 0) {
       if (errno == ENOENT) return true;  // not visible in the sandbox: nothing to write to
@@ -622,7 +643,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       error.add("open_tree(").quoted(p).add(", OPEN_TREE_CLONE|AT_RECURSIVE)");
       return error.fail(SetupStep::kMounts);
     }
-    if (attrs != 0 && !setAttr(tree.fd, p, attrs, true, error)) return false;
+    if (!setAttr(tree.fd, p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
     return attach(tree.fd, target.fd, p, error);
   };
   auto mask = [&](const char* p, bool keepWritable) -> bool {
@@ -680,11 +701,10 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
         break;
       }
       case Kind::kDev: ok = buildDev(rootFd, plan.tmpOptions.c_str(), plan.ptsOptions.c_str(), error); break;
-      case Kind::kWritable:
+      case Kind::kBrokered:
       case Kind::kCarveOut: ok = bindClone(*slot++, p); break;
       case Kind::kLink: ok = makeLink(rootFd, p, op.target.c_str(), error); break;
-      case Kind::kPin: ok = rebind(p, 0); break;
-      case Kind::kReadOnly: ok = rebind(p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV); break;
+      case Kind::kReadOnly: ok = readOnly(p); break;
       case Kind::kMask: ok = mask(p, op.sealAfter); break;
     }
     if (!ok) return false;

@@ -5,15 +5,21 @@
 //               which the allowRead carve-outs are bound (and the symlinks an
 //               allowRead entry was named through re-created)
 //   /proc       fresh, for the child's pid namespace; its kernel-wide knobs read-only
-//   /dev        tmpfs with null zero full random urandom tty, devpts (its own
-//               instance, capped at the sandbox's share of the host's ptys:
-//               user_counters.h), shm
+//   /dev        tmpfs with null zero full random urandom tty (read-only binds:
+//               the devices stay writable, their inodes cannot be changed),
+//               devpts (its own instance, capped at the sandbox's share of
+//               the host's ptys: user_counters.h), shm
 //   /tmp        private tmpfs -- unless /tmp itself is write-allowed, which
-//               binds the host's /tmp instead
-//   writable    read-write binds of the write-allowed trees
-//   read-only   denyWrite and mandatory denies inside them, bound read-only;
-//               their ancestors inside the writable tree pinned as mount
-//               points so they cannot be renamed away
+//               binds the host's /tmp instead (brokered, as below)
+//   brokered    the write-allowed host trees, bound READ-ONLY: the child holds
+//               no write right of its own there; the write broker
+//               (write_broker.h) performs its writes, call by call, through
+//               the very objects bound here, and refuses those the rules deny
+//               (denyWrite, mandatory denies, protected names: no mount
+//               inside a brokered tree is needed for them). allowWrite "/"
+//               (allowWriteSystemPaths) makes the host root itself brokered.
+//   read-only   denyWrite entries where the child writes with rights of its
+//               own (the private /tmp), and /proc's knobs, bound read-only
 //   masks       an empty read-only tmpfs over every read-denied directory and
 //               an empty read-only file (from a private tmpfs, never the host)
 //               over every read-denied file; allowRead carve-outs bound back
@@ -31,8 +37,9 @@
 //
 // planMounts() runs in the parent (it allocates); applyMounts() runs in the
 // child between clone and exec and is async-signal-safe. Every path is looked
-// up with openat2(RESOLVE_NO_SYMLINKS), so a symlink planted after derive()
-// can neither redirect a writable bind nor move a mask.
+// up with openat2(RESOLVE_NO_SYMLINKS), and each brokered tree bound is checked
+// to be the object the broker holds, so a symlink planted after derive() can
+// neither redirect a brokered bind nor move a mask.
 #pragma once
 
 #include <sys/types.h>
@@ -53,7 +60,7 @@ struct MountPlan {
   // What the sandbox's "/" is.
   enum class Root : std::uint8_t {
     kHostReadOnly,  // the host tree, read-only (the usual case)
-    kHostWritable,  // the host tree, writable: allowWrite "/" (allowWriteSystemPaths)
+    kHostBrokered,  // the host tree, read-only, and brokered: allowWrite "/" (allowWriteSystemPaths)
     kEmpty,         // an empty tmpfs, read-only once built: denyRead "/"
   };
   struct Op {
@@ -65,9 +72,8 @@ struct MountPlan {
       // From the host.
       kCarveOut,    // the host tree at `path`, read-only: allowRead inside a mask
       kLink,        // a symlink with `target` re-created inside a mask
-      kWritable,    // the host tree at `path`, read-write
+      kBrokered,    // the host tree at `path`, read-only; its writes are the write broker's
       // Over what is there.
-      kPin,         // the view at `path` bound onto itself: a mount point cannot be renamed
       kReadOnly,    // the view at `path`, read-only at every depth
       kMask,        // an empty read-only tmpfs (directory) or file at `path`
     };
@@ -78,18 +84,23 @@ struct MountPlan {
   };
   Root root = Root::kHostReadOnly;
   std::vector<Op> ops;  // in the order applied: every op after the ops at its ancestors
-  // Deny-write paths inside writable trees that do not exist: no mount can
-  // cover them without leaving a placeholder on the host.
-  std::vector<std::string> uncoverableDenyWrite;
-  // Write-denied files with more than one name: the read-only bind covers
-  // this name only; another name in a writable tree reaches the same file.
+  // The trees the write broker serves, in the order of `writableFds`: "/"
+  // when the root is kHostBrokered, then each kBrokered op's path.
+  std::vector<std::string> brokeredTrees() const;
+  // Where the sandbox shows its own trees (the private /tmp, /proc, /dev):
+  // nothing in them is brokered but a brokered tree bound inside one.
+  std::vector<std::string> ownTrees() const;
+  // Write-denied regular files in the brokered trees (watched by the
+  // HostSnapshot), and those with more than one name: the broker denies
+  // writes by name, so another name reaches the same file.
+  std::vector<std::string> writeDenied;
   std::vector<std::string> linkedDenyWrite;
-  // Where the host mounts a writable tree read-only, so that a read-write
-  // bind still gives EROFS: a writable bind's (or the writable root's) path
+  // Where the host mounts a brokered tree read-only, so that the broker's
+  // writes still give EROFS: a brokered tree's (or the brokered root's) path
   // when the mount holding it is read-only (statvfs ST_RDONLY), and every
   // read-only mount point beneath one (the binds carry their submounts).
   std::vector<std::string> readOnlyHost;
-  // Scratch for the child (one slot per kWritable and kCarveOut op); sized by
+  // Scratch for the child (one slot per kBrokered and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;
   // Mount data of the private /tmp and /dev/shm: "mode=1777,size=<bytes>".
@@ -100,6 +111,9 @@ struct MountPlan {
   // the sysctls are written through the fresh /proc while /proc/sys is still
   // writable; the RLIMITs are for spawn() to apply; ptys caps /dev/pts.
   UserCounterCaps userCounters;
+  // The brokered trees' descriptors, aligned with brokeredTrees() (-1:
+  // missing); owned by the write broker, set before clone.
+  std::vector<int> writableFds;
 };
 
 const char* mountOpName(MountPlan::Op::Kind kind) noexcept;
@@ -114,7 +128,11 @@ struct MountView {
     kDev,         // the sandbox's own /dev
   };
   Source source = Source::kHost;
-  bool writable = false;
+  bool writable = false;  // by the child's own rights (its own trees)
+  // The host's object in a brokered tree: read-only to the child, written by
+  // the write broker where the rules allow it (`op` is the kBrokered op;
+  // nullptr: the brokered root).
+  bool brokered = false;
   const MountPlan::Op* op = nullptr;  // the operation that decided the source; nullptr: the root
 };
 // `path` absolute and lexically normal (a real path, as in the rules).
@@ -129,7 +147,7 @@ std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physica
 
 // What a sandbox's mounts were built from, for using the sandbox later
 // (prepare()): mounts hold objects, not names, and a copy of the host's mount
-// table. A snapshot holds every object the plan binds, covers or pins open
+// table. A snapshot holds every object the plan binds or covers open
 // (O_PATH), so none can be freed and its inode number handed to a new file
 // while the snapshot lives, and watches the supervisor's mount table.
 class HostSnapshot {
@@ -156,7 +174,8 @@ class HostSnapshot {
 };
 
 // Child side. Builds the view under a private staging tmpfs, pivots into it
-// and leaves the process at "/". False with `error` filled on failure.
+// and leaves the process at "/". False with `error` filled on failure. The
+// writable trees' descriptors are closed on the way.
 bool applyMounts(const MountPlan& plan, ChildError& error) noexcept;
 
 }  // namespace stockade::platform

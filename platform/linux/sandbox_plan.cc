@@ -1,19 +1,24 @@
 #include "platform/linux/sandbox_plan.h"
 
+#include <sys/utsname.h>
+
+#include <cstdio>
+
 #include "platform/linux/namespaces.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
 namespace {
 
-// The host trees the plan makes writable (a cgroup tree among them would let
-// the program leave its cgroup).
-std::vector<std::string> writableHostTrees(const MountPlan& mounts) {
-  std::vector<std::string> out;
-  if (mounts.root == MountPlan::Root::kHostWritable) out.emplace_back("/");
-  for (const auto& op : mounts.ops)
-    if (op.kind == MountPlan::Op::Kind::kWritable) out.push_back(op.path);
-  return out;
+// The running kernel is at least major.minor.
+bool kernelAtLeast(int major, int minor) {
+  static const std::pair<int, int> version = [] {
+    utsname u{};
+    int a = 0, b = 0;
+    if (::uname(&u) == 0) std::sscanf(u.release, "%d.%d", &a, &b);
+    return std::pair<int, int>(a, b);
+  }();
+  return version >= std::pair<int, int>(major, minor);
 }
 
 // Where the sandbox cgroup's controllers live, when the rules ask for one.
@@ -50,9 +55,10 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
     if (const auto* h = std::get_if<CgroupHierarchy>(&where)) {
       *limit.mechanism = h->mechanism;
       // A writable cgroup tree would let the program move itself out of its
-      // cgroup: any mount of the hierarchy beneath a writable tree (the binds
-      // carry their submounts) or holding one, wherever it is mounted.
-      for (const auto& w : writableHostTrees(mounts))
+      // cgroup: any mount of the hierarchy beneath a brokered tree (the binds
+      // carry their submounts, and the broker writes there) or holding one,
+      // wherever it is mounted.
+      for (const auto& w : mounts.brokeredTrees())
         for (const auto& m : h->writableMounts)
           if (policy::isWithin(m, w) || policy::isWithin(w, m)) {
             r.degradations.push_back(std::string(limit.field) + ": the policy makes \"" + w +
@@ -73,13 +79,17 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
 
 }  // namespace
 
-std::vector<std::string> landlockWritable(const DerivedRules& rules) {
+std::vector<std::string> landlockWritable(const DerivedRules& rules, const MountPlan& mounts) {
   std::vector<std::string> out;
   for (const auto* list : {&rules.filesystem().allowWrite, &rules.filesystem().defaultWrite})
-    for (const auto& p : *list)
-      if (p != "/dev/stdout" && p != "/dev/stderr" && p != "/dev/stdin" && rules.writable(p)) out.push_back(p);
+    for (const auto& p : *list) {
+      if (p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/stdin" || !rules.writable(p)) continue;
+      const MountView v = viewAt(mounts, p);
+      if (v.writable && v.source != MountView::Source::kHost) out.push_back(p);
+    }
   // Built by the mount layer, private to the sandbox.
-  for (const char* p : {"/tmp", "/dev/shm", "/dev/pts"}) out.emplace_back(p);
+  if (viewAt(mounts, "/tmp").source == MountView::Source::kPrivateTmp) out.emplace_back("/tmp");
+  for (const char* p : {"/dev/shm", "/dev/pts"}) out.emplace_back(p);
   return out;
 }
 
@@ -109,9 +119,19 @@ SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> 
   }
   probeLimits(rules, plan.mounts, plan.cgroups, r);
   if (plan.mounts.userCounters.degradation) r.degradations.push_back(*plan.mounts.userCounters.degradation);
+  // The write broker answers through SECCOMP_ADDFD_FLAG_SEND (5.14); without
+  // it no brokered tree can be written, and the coverage check refuses them.
+  r.brokeredTrees = plan.mounts.brokeredTrees();
+  r.writeBroker = kernelAtLeast(5, 14);
+  if (r.writeBroker) {
+    plan.writeRules.emplace(rules, r.brokeredTrees, plan.mounts.ownTrees());
+    if (!kernelAtLeast(5, 19))
+      r.degradations.push_back("write broker: the kernel lacks SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19); a "
+                               "signal can interrupt a write the broker has already performed (the program sees EINTR)");
+  }
 
   plan.landlock.abi = r.landlockAbi;
-  plan.landlock.writable = landlockWritable(rules);
+  plan.landlock.writable = landlockWritable(rules, plan.mounts);
   plan.landlock.connectPort = proxyPort;
   plan.landlock.allowTcpBind = rules.network().allowLocalBinding;
   const auto& limits = rules.limits();
@@ -132,8 +152,9 @@ SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> 
                        .memoryBytes = inCgroup(r.memoryLimit) ? limits.memoryBytes : 0,
                        .cpuSeconds = inCgroup(r.cpuLimit) ? limits.cpuSeconds : 0};
 
-  const EnforcementPlan enforcement{plan.mounts, plan.landlock,  plan.seccomp,  proxyPort,         plan.limits,
-                                    r.pidsLimit, r.memoryLimit,  r.cpuLimit,    plan.cgroupLimits, r.degradations};
+  const EnforcementPlan enforcement{plan.mounts,  plan.landlock, plan.seccomp,      proxyPort,
+                                    plan.limits,  r.pidsLimit,    r.memoryLimit,     r.cpuLimit,
+                                    plan.cgroupLimits, r.degradations, plan.writeRules ? &*plan.writeRules : nullptr};
   Coverage coverage = checkCoverage(rules, enforcement);
   for (const auto& g : coverage.degraded) r.degradations.push_back(g.text());
   plan.uncovered = std::move(coverage.uncovered);

@@ -16,6 +16,7 @@
 #include "platform/linux/mounts.h"
 #include "platform/linux/privileges.h"
 #include "platform/linux/seccomp.h"
+#include "policy/write_decision.h"
 #include "stockade/rules.h"
 
 namespace stockade::platform {
@@ -35,6 +36,13 @@ struct EnforcementReport {
   bool landlockScopes = false;    // ABI >= 6: abstract unix sockets and signals scoped
   bool seccomp = false;
   bool noNewPrivs = false;
+  // Writes in these trees are brokered: read-only in the sandbox's own view,
+  // with no Landlock right there, every write-shaped call into them is
+  // decided by the write broker (write_broker.h) when it is made -- protected
+  // names, denyWrite and mandatory denies included, whether or not the name
+  // exists at spawn.
+  bool writeBroker = false;
+  std::vector<std::string> brokeredTrees;
   // limits.pids, limits.memoryBytes, limits.cpuSeconds: what enforces each
   // for the whole sandbox (cgroup.h). kNone when the limit is not asked for,
   // or (pids) when no cgroup is usable; kRlimit: memoryBytes and cpuSeconds
@@ -64,6 +72,10 @@ struct SandboxPlan {
   // The kernel's layers and what enforces each limit; degradations: the
   // kernel's and the limits', then the plan's (Coverage::degraded).
   EnforcementReport report;
+  // The write broker's rules for the trees the mount plan brokers; nullopt
+  // when this kernel cannot run a broker (the coverage check then refuses
+  // every brokered entry).
+  std::optional<policy::WriteRules> writeRules;
   // Entries the plan does not honour: a spawn under it is refused.
   std::vector<CoverageGap> uncovered;
 };
@@ -71,8 +83,12 @@ struct SandboxPlan {
 // `proxyPort`: the proxy's listeners are made in the sandbox (spawn.h).
 SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort);
 
-// The paths Landlock grants write rights beneath: the writable rule entries
-// (the /dev/std* fd links aside) and the sandbox's own /tmp, /dev/shm, /dev/pts.
-std::vector<std::string> landlockWritable(const DerivedRules& rules);
+// The paths Landlock grants write rights beneath: where the child writes with
+// rights of its own -- the writable rule entries the mount plan shows as the
+// sandbox's own objects (/dev/null, the private /tmp; the /dev/std* fd links
+// aside) and the sandbox's own /tmp, /dev/shm, /dev/pts. Brokered trees get
+// nothing: the broker performs their writes, and the kernel refuses any the
+// broker does not decide.
+std::vector<std::string> landlockWritable(const DerivedRules& rules, const MountPlan& mounts);
 
 }  // namespace stockade::platform

@@ -11,15 +11,24 @@
 
 namespace stockade::platform {
 
-bool installSeccomp(const SeccompProgram& program, int& listener, ChildError& error) noexcept {
+bool installSeccomp(const SeccompProgram& program, int& listener, bool& killableWait, ChildError& error) noexcept {
   struct sock_fprog prog;
   prog.len = static_cast<unsigned short>(program.instructions.size());
   prog.filter = const_cast<sock_filter*>(program.instructions.data());
-  long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+  long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  killableWait = fd >= 0;
+  if (fd < 0 && errno == EINVAL) {  // before Linux 5.19
+    flags = SECCOMP_FILTER_FLAG_NEW_LISTENER;
+    fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  }
   if (fd < 0) {
     error.step = static_cast<std::int32_t>(SetupStep::kSeccomp);
     error.error = errno;
-    error.add("seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, ").number(prog.len).add(" instructions)");
+    error.add("seccomp(SECCOMP_SET_MODE_FILTER, ").add(flags == SECCOMP_FILTER_FLAG_NEW_LISTENER
+                                                            ? "SECCOMP_FILTER_FLAG_NEW_LISTENER, "
+                                                            : "NEW_LISTENER|WAIT_KILLABLE_RECV, ")
+        .number(prog.len).add(" instructions)");
     return false;
   }
   listener = static_cast<int>(fd);

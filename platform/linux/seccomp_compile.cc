@@ -17,18 +17,25 @@
 namespace stockade::platform {
 namespace {
 
-// libseccomp 2.5.4 (Debian 12) predates some calls; their x86_64 numbers.
-int resolveSyscall(const char* name) {
-  int nr = seccomp_syscall_resolve_name(name);
-  if (nr == __NR_SCMP_ERROR && std::strcmp(name, "fchmodat2") == 0) return linux_abi::kNrFchmodat2;
-  return nr;
-}
-
 struct CtxDeleter {
   void operator()(void* ctx) const { seccomp_release(static_cast<scmp_filter_ctx>(ctx)); }
 };
 
 }  // namespace
+
+int resolveSyscall(const char* name) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr != __NR_SCMP_ERROR) return nr;
+  // libseccomp 2.5.4 (Debian 12) predates some calls; their x86_64 numbers.
+  struct Known {
+    const char* name;
+    int nr;
+  };
+  for (Known k : {Known{"fchmodat2", linux_abi::kNrFchmodat2}, Known{"setxattrat", linux_abi::kNrSetxattrat},
+                  Known{"removexattrat", linux_abi::kNrRemovexattrat}})
+    if (std::strcmp(name, k.name) == 0) return k.nr;
+  return -1;
+}
 
 std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const SeccompOptions& options) {
   std::unique_ptr<void, CtxDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
@@ -53,7 +60,7 @@ std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const S
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const SeccompRule& d = rules[i];
     int nr = resolveSyscall(d.syscall);
-    if (nr == __NR_SCMP_ERROR) return std::string("seccomp_syscall_resolve_name(\"") + d.syscall + "\") failed";
+    if (nr < 0) return std::string("seccomp_syscall_resolve_name(\"") + d.syscall + "\") failed";
     // EPERM rows go to the supervisor, which answers EPERM and audits (seccomp_notify.h).
     const std::uint32_t action = d.viaSupervisor ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(static_cast<std::uint16_t>(d.error));
     std::vector<scmp_arg_cmp> args;

@@ -14,6 +14,10 @@
 
 namespace stockade::platform {
 
+// The x86_64 number of a syscall, also for calls this libseccomp predates; -1
+// when unknown.
+int resolveSyscall(const char* name);
+
 // The error string names the libseccomp call that failed.
 std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const SeccompOptions& options);
 

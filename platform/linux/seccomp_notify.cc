@@ -10,8 +10,8 @@
 #include <cstring>
 #include <vector>
 
-#include "platform/linux/allocation_limit.h"
-#include "platform/linux/seccomp.h"
+#include "platform/linux/kernel_abi.h"
+#include "platform/linux/write_broker.h"
 
 namespace stockade::platform {
 namespace {
@@ -28,46 +28,62 @@ const seccomp_notif_sizes& sizes() {
   return s;
 }
 
+std::string failed(const char* ioctl) {
+  return std::string("ioctl(seccomp listener, ") + ioctl + ") failed: " + strerrorname_np(errno);
+}
+
 }  // namespace
 
-std::variant<std::optional<SeccompDenial>, std::string> answerDenial(int listener, const NotificationRules& rules) {
+bool preferSynchronousWakeUp(int listener) noexcept {
+  std::uint64_t flags = SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP;
+  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags) == 0;
+}
+
+std::variant<std::optional<SeccompDenial>, std::string> answerNotification(int listener, const WriteBroker& broker) {
   std::vector<unsigned char> request(sizes().seccomp_notif, 0);
   auto* notif = reinterpret_cast<seccomp_notif*>(request.data());
   while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, notif) != 0) {
     if (errno == EINTR) continue;
     if (errno == ENOENT) return std::optional<SeccompDenial>();  // the caller died, or was interrupted
-    return std::string("ioctl(seccomp listener, SECCOMP_IOCTL_NOTIF_RECV) failed: ") + strerrorname_np(errno);
+    return failed("SECCOMP_IOCTL_NOTIF_RECV");
   }
-  SeccompDenial denial;
-  denial.pid = static_cast<pid_t>(notif->pid);
-  const char* name = seccompSyscallName(notif->data.nr);
-  denial.syscall = name ? name : "syscall " + std::to_string(notif->data.nr);
-  std::copy(std::begin(notif->data.args), std::end(notif->data.args), denial.args.begin());
+  WriteBroker::Answer answer = broker.answer(listener, *notif);
+  if (answer.kind == WriteBroker::Answer::Kind::kGone) return std::optional<SeccompDenial>();
+  if (answer.denial && answer.denial->error == 0) answer.denial->error = answer.error;
 
-  // Only fallocate() is decided: the filter hands it over only under
-  // limits.fileSizeBytes (a 0 limit here, which cannot happen, refuses it).
-  bool allow = false;
-  if (notif->data.nr == SYS_fallocate) {
-    const auto verdict = rules.fileSizeBytes == 0 ? AllocationVerdict{false, EPERM}
-                                                  : decideFallocate(notif->data.args[1], notif->data.args[2],
-                                                                    notif->data.args[3], rules.fileSizeBytes);
-    allow = verdict.allowed;
-    denial.error = verdict.error;
+  if (answer.kind == WriteBroker::Answer::Kind::kFd) {
+    // Installed in the caller and returned as its result, in one step.
+    seccomp_notif_addfd addfd{};
+    addfd.id = notif->id;
+    addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
+    addfd.srcfd = static_cast<std::uint32_t>(answer.fd.get());
+    addfd.newfd_flags = answer.cloexec ? O_CLOEXEC : 0;
+    while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOENT) break;  // the caller died meanwhile; our descriptor closes here
+      if (errno == EMFILE) {       // the caller's descriptor table is full: its own error
+        answer.kind = WriteBroker::Answer::Kind::kError;
+        answer.error = EMFILE;
+        break;
+      }
+      return failed("SECCOMP_IOCTL_NOTIF_ADDFD");
+    }
+    if (answer.kind == WriteBroker::Answer::Kind::kFd) return std::move(answer.denial);
   }
-
-  std::vector<unsigned char> answer(sizes().seccomp_notif_resp, 0);
-  auto* resp = reinterpret_cast<seccomp_notif_resp*>(answer.data());
+  std::vector<unsigned char> reply(sizes().seccomp_notif_resp, 0);
+  auto* resp = reinterpret_cast<seccomp_notif_resp*>(reply.data());
   resp->id = notif->id;
-  resp->error = allow ? 0 : -denial.error;
-  resp->val = 0;
-  resp->flags = allow ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
+  switch (answer.kind) {
+    case WriteBroker::Answer::Kind::kContinue: resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE; break;
+    case WriteBroker::Answer::Kind::kValue: resp->val = answer.value; break;
+    default: resp->error = -answer.error; break;
+  }
   while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp) != 0) {
     if (errno == EINTR) continue;
-    if (errno == ENOENT) break;  // the caller died or its call was interrupted meanwhile: still a denial
-    return std::string("ioctl(seccomp listener, SECCOMP_IOCTL_NOTIF_SEND) failed: ") + strerrorname_np(errno);
+    if (errno == ENOENT) break;  // the caller died or its call was interrupted meanwhile
+    return failed("SECCOMP_IOCTL_NOTIF_SEND");
   }
-  if (allow) return std::optional<SeccompDenial>();
-  return std::optional<SeccompDenial>(std::move(denial));
+  return std::move(answer.denial);
 }
 
 }  // namespace stockade::platform

@@ -3,6 +3,7 @@
 // without the rest of the platform library.
 #include "platform/linux/seccomp.h"
 
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -142,7 +143,6 @@ constexpr Denial kDenials[] = {
     {"mknod", hasBit(1, S_ISGID), EPERM, kSetIdReason},
     {"mknodat", hasBit(2, S_ISUID), EPERM, kSetIdReason},
     {"mknodat", hasBit(2, S_ISGID), EPERM, kSetIdReason},
-    {"openat2", kAlways, ENOSYS, "its mode lives in memory the filter cannot read; ENOSYS makes libc use openat()"},
     // limits.fileSizeBytes: RLIMIT_FSIZE does not see space allocated
     // without a size change (FALLOC_FL_KEEP_SIZE); allocation_limit.h.
     {"fallocate", kAlways, EFBIG,
@@ -150,6 +150,71 @@ constexpr Denial kDenials[] = {
     {"ioctl", low32Is(1, FS_IOC_RESVSP), EOPNOTSUPP, kPreallocReason, true, true},
     {"ioctl", low32Is(1, FS_IOC_RESVSP64), EOPNOTSUPP, kPreallocReason, true, true},
     {"ioctl", low32Is(1, FS_IOC_ZERO_RANGE), EOPNOTSUPP, kPreallocReason, true, true},
+};
+
+// THE brokered calls: every call that writes a name or changes what a file
+// does. Each is trapped to the supervisor, whose write broker performs it in
+// the child's stead (the child holds no write right of its own in a writable
+// tree: its view there is read-only and Landlock grants it nothing), refuses
+// it naming the rule, or -- when it touches no writable tree -- lets it
+// continue in the kernel, under the child's own rights.
+using Kind = BrokeredKind;
+constexpr std::uint64_t kWriteOpenFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY);
+constexpr const char* kOpenReason = "opens for writing, creates or truncates a file";
+constexpr const char* kMetaReason = "changes what a file does (mode, owner, times, attributes)";
+constexpr const char* kAccessReason = "asks whether a write would work: a writable tree is read-only in the child's own view";
+constexpr std::uint32_t kNoFollow = AT_SYMLINK_NOFOLLOW;
+// Not here: fchmod, fchown, fsetxattr, fremovexattr and futimens, which act
+// on a descriptor. On one of the child's own the kernel refuses them (its view
+// of a writable tree is read-only: EROFS); on one the broker opened, the file
+// is not protected, and no brokered call can make it so. Trapping them cost
+// tar and cp three round trips per file.
+constexpr BrokeredCall kBrokered[] = {
+    {"open", Kind::kOpen, {.path = 0, .flags = 1, .mode = 2}, 0, 1, kWriteOpenFlags, kOpenReason},
+    {"openat", Kind::kOpen, {.dirfd = 0, .path = 1, .flags = 2, .mode = 3}, 0, 2, kWriteOpenFlags, kOpenReason},
+    {"creat", Kind::kOpen, {.path = 0, .mode = 1}, O_CREAT | O_WRONLY | O_TRUNC, -1, 0, kOpenReason},
+    {"openat2", Kind::kOpenHow, {.dirfd = 0, .path = 1, .extra = {2, 3}}, 0, -1, 0,
+     "its flags live in memory the filter cannot read"},
+    {"mkdir", Kind::kMkdir, {.path = 0, .mode = 1}, 0, -1, 0, "creates a directory"},
+    {"mkdirat", Kind::kMkdir, {.dirfd = 0, .path = 1, .mode = 2}, 0, -1, 0, "creates a directory"},
+    {"mknod", Kind::kMknod, {.path = 0, .mode = 1, .extra = {2}}, 0, -1, 0, "creates a node"},
+    {"mknodat", Kind::kMknod, {.dirfd = 0, .path = 1, .mode = 2, .extra = {3}}, 0, -1, 0, "creates a node"},
+    {"symlink", Kind::kSymlink, {.path = 1, .extra = {0}}, 0, -1, 0, "creates a symlink"},
+    {"symlinkat", Kind::kSymlink, {.dirfd = 1, .path = 2, .extra = {0}}, 0, -1, 0, "creates a symlink"},
+    {"link", Kind::kLink, {.path = 0, .path2 = 1}, 0, -1, 0, "gives a file another name"},
+    {"linkat", Kind::kLink, {.dirfd = 0, .path = 1, .dirfd2 = 2, .path2 = 3, .flags = 4}, 0, -1, 0,
+     "gives a file another name (an O_TMPFILE file its first)"},
+    {"rename", Kind::kRename, {.path = 0, .path2 = 1}, 0, -1, 0, "moves a name"},
+    {"renameat", Kind::kRename, {.dirfd = 0, .path = 1, .dirfd2 = 2, .path2 = 3}, 0, -1, 0, "moves a name"},
+    {"renameat2", Kind::kRename, {.dirfd = 0, .path = 1, .dirfd2 = 2, .path2 = 3, .flags = 4}, 0, -1, 0,
+     "moves or exchanges names"},
+    {"unlink", Kind::kUnlink, {.path = 0}, 0, -1, 0, "removes a name"},
+    {"unlinkat", Kind::kUnlink, {.dirfd = 0, .path = 1, .flags = 2}, 0, -1, 0, "removes a name"},
+    {"rmdir", Kind::kRmdir, {.path = 0}, 0, -1, 0, "removes a directory"},
+    {"truncate", Kind::kTruncate, {.path = 0, .extra = {1}}, 0, -1, 0, "truncates a file by name"},
+    {"chmod", Kind::kChmod, {.path = 0, .mode = 1}, 0, -1, 0, kMetaReason},
+    {"fchmodat", Kind::kChmod, {.dirfd = 0, .path = 1, .mode = 2}, 0, -1, 0, kMetaReason},
+    {"fchmodat2", Kind::kChmod, {.dirfd = 0, .path = 1, .flags = 3, .mode = 2}, 0, -1, 0, kMetaReason},
+    {"chown", Kind::kChown, {.path = 0, .extra = {1, 2}}, 0, -1, 0, kMetaReason},
+    {"lchown", Kind::kChown, {.path = 0, .extra = {1, 2}}, kNoFollow, -1, 0, kMetaReason},
+    {"fchownat", Kind::kChown, {.dirfd = 0, .path = 1, .flags = 4, .extra = {2, 3}}, 0, -1, 0, kMetaReason},
+    {"utime", Kind::kUtime, {.path = 0, .extra = {1}}, 0, -1, 0, kMetaReason},
+    {"utimes", Kind::kUtimes, {.path = 0, .extra = {1}}, 0, -1, 0, kMetaReason},
+    {"futimesat", Kind::kUtimes, {.dirfd = 0, .path = 1, .extra = {2}}, 0, -1, 0, kMetaReason},
+    // With a NULL path it is futimens(): on a descriptor, not trapped (above).
+    {"utimensat", Kind::kUtimens, {.dirfd = 0, .path = 1, .flags = 3, .extra = {2}}, 0, 1, 0, kMetaReason},
+    {"setxattr", Kind::kSetXattr, {.path = 0, .extra = {1, 2, 3, 4}}, 0, -1, 0, kMetaReason},
+    {"lsetxattr", Kind::kSetXattr, {.path = 0, .extra = {1, 2, 3, 4}}, kNoFollow, -1, 0, kMetaReason},
+    {"setxattrat", Kind::kSetXattrArgs, {.dirfd = 0, .path = 1, .flags = 2, .extra = {3, 4, 5}}, 0, -1, 0, kMetaReason},
+    {"removexattr", Kind::kRemoveXattr, {.path = 0, .extra = {1}}, 0, -1, 0, kMetaReason},
+    {"lremovexattr", Kind::kRemoveXattr, {.path = 0, .extra = {1}}, kNoFollow, -1, 0, kMetaReason},
+    {"removexattrat", Kind::kRemoveXattr, {.dirfd = 0, .path = 1, .flags = 2, .extra = {3}}, 0, -1, 0, kMetaReason},
+    {"access", Kind::kAccess, {.path = 0, .mode = 1}, 0, 1, W_OK, kAccessReason},
+    {"faccessat", Kind::kAccess, {.dirfd = 0, .path = 1, .mode = 2}, 0, 2, W_OK, kAccessReason},
+    {"faccessat2", Kind::kAccess, {.dirfd = 0, .path = 1, .flags = 3, .mode = 2}, 0, 2, W_OK, kAccessReason},
+    // Continued at once: the broker, which creates files with the program's
+    // umask, then reads it afresh for every create.
+    {"umask", Kind::kUmask, {}, 0, -1, 0, "changes the mode bits of the files the broker creates"},
 };
 
 // THE socket allow-list: socket() and socketpair() succeed only for these
@@ -449,7 +514,58 @@ std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
     }
   addSocketRules(options, out);
   addTerminalIoctlRules(out);
+  for (const auto& b : kBrokered) {
+    if (b.trapArg < 0) {
+      out.push_back({b.syscall, {}, 0, b.reason, true, true});
+      continue;
+    }
+    if (b.trapBits == 0) {  // the argument is not 0 (a pointer that is not NULL)
+      out.push_back({b.syscall, {{static_cast<unsigned>(b.trapArg), Op::kGreaterOrEqual, 0, 1}}, 0, b.reason, true, true});
+      continue;
+    }
+    // "Any of these bits": one rule per bit, which the filter ORs.
+    for (std::uint64_t bits = b.trapBits; bits; bits &= bits - 1) {
+      const std::uint64_t bit = bits & -bits;
+      out.push_back({b.syscall, {{static_cast<unsigned>(b.trapArg), Op::kMaskedEquals, bit, bit}}, 0, b.reason, true, true});
+    }
+  }
   return out;
+}
+
+bool seccompMatches(const SeccompRule& rule, const std::uint64_t* args) noexcept {
+  for (const auto& a : rule.args) {
+    const std::uint64_t v = args[a.index];
+    if (a.op == Op::kGreaterOrEqual ? v < a.value : (v & a.mask) != a.value) return false;
+  }
+  return true;
+}
+
+std::span<const BrokeredCall> brokeredCalls() noexcept { return kBrokered; }
+
+const char* brokeredKindName(BrokeredKind kind) noexcept {
+  switch (kind) {
+    case Kind::kOpen: return "open";
+    case Kind::kOpenHow: return "openat2";
+    case Kind::kMkdir: return "mkdir";
+    case Kind::kMknod: return "mknod";
+    case Kind::kSymlink: return "symlink";
+    case Kind::kLink: return "link";
+    case Kind::kRename: return "rename";
+    case Kind::kUnlink: return "unlink";
+    case Kind::kRmdir: return "rmdir";
+    case Kind::kTruncate: return "truncate";
+    case Kind::kChmod: return "chmod";
+    case Kind::kChown: return "chown";
+    case Kind::kUtime:
+    case Kind::kUtimes:
+    case Kind::kUtimens: return "set times";
+    case Kind::kSetXattr:
+    case Kind::kSetXattrArgs: return "setxattr";
+    case Kind::kRemoveXattr: return "removexattr";
+    case Kind::kAccess: return "access";
+    case Kind::kUmask: return "umask";
+  }
+  return "?";
 }
 
 std::vector<SeccompDenialInfo> seccompDenials(const SeccompOptions& options) {

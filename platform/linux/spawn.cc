@@ -34,6 +34,7 @@
 #include "platform/linux/privileges.h"
 #include "platform/linux/process.h"
 #include "platform/linux/seccomp.h"
+#include "platform/linux/write_broker.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
@@ -50,6 +51,7 @@ struct ChildPlan {
   int channelFd = -1;       // fds for the supervisor: proxy listeners, then the seccomp listener
   int commandFd = -1;       // the program arrives here (receiveProgram())
   int cgroupTasks[3] = {-1, -1, -1};  // cgroup v1 only: the sandbox cgroups' "tasks" files, to join before forking
+  std::span<const int> treeFds;  // the brokered trees, bound by applyMounts() (which closes them)
   int stdioFds[3] = {-1, -1, -1};  // Stdio::kPipe: child ends to dup2 onto 0-2
   bool newSession = true;
   bool terminal = false;  // Stdio::kTerminal: make a PTY after the mounts (openSandboxPty())
@@ -215,15 +217,28 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
   fail(plan, error, SetupStep::kExec);
 }
 
-// Closes every fd above 2 except the child's own (the plan's). Async-signal-safe.
+// Closes every fd above 2 except the child's own (the plan's, and the
+// brokered trees' until the mounts are built). Async-signal-safe.
 bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
-  int keep[] = {plan.errorFd,        plan.statusFd,       plan.channelFd,     plan.commandFd,
-                plan.cgroupTasks[0], plan.cgroupTasks[1], plan.cgroupTasks[2]};
-  constexpr int kCount = sizeof(keep) / sizeof(keep[0]);
-  for (int i = 1; i < kCount; ++i)  // insertion sort: seven entries
-    for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
+  constexpr std::size_t kMaxKeep = 64;
+  int keep[kMaxKeep];
+  std::size_t count = 0;
+  for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0],
+                 plan.cgroupTasks[1], plan.cgroupTasks[2]})
+    keep[count++] = fd;
+  for (int fd : plan.treeFds) {
+    if (count == kMaxKeep) {
+      errno = EMFILE;
+      error.add("keeping more than ").number(kMaxKeep).add(" descriptors for the mounts");
+      return error.fail(SetupStep::kCloseFds);
+    }
+    keep[count++] = fd;
+  }
+  for (std::size_t i = 1; i < count; ++i)  // insertion sort: a handful of entries
+    for (std::size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
   unsigned next = 3;
-  for (int fd : keep) {
+  for (std::size_t i = 0; i < count; ++i) {
+    int fd = keep[i];
     if (fd < static_cast<int>(next)) continue;  // -1, 0-2, or a duplicate
     if (static_cast<unsigned>(fd) > next && abi::closeRange(next, static_cast<unsigned>(fd) - 1, 0) != 0) {
       error.add("close_range(").number(next).add(", ").number(fd - 1).add(", 0)");
@@ -428,16 +443,26 @@ void forwardSignal(int sig) noexcept {
   if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
   if (!applyMounts(*plan.mounts, error)) report(plan, error);
   if (plan.terminal && !openSandboxPty(plan, error)) report(plan, error);
+  // The sandbox's root, for the write broker to resolve the child's paths in.
+  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) {
+    error.add("open(\"/\", O_PATH|O_DIRECTORY)");
+    fail(plan, error, SetupStep::kMounts);
+  }
   if (!dropCapabilities(error)) report(plan, error);
   if (!setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
-  // The filter's listener goes to the supervisor, which answers the denials;
-  // nothing in the sandbox may keep it (it could answer its own).
+  // The filter's listener goes to the supervisor, which answers the denials
+  // and brokers the writes; nothing in the sandbox may keep it (it could
+  // answer its own calls).
   int listener = -1;
-  if (!installSeccomp(*plan.seccomp, listener, error)) report(plan, error);
-  const int listeners[] = {listener};
-  if (!sendFds(plan.channelFd, listeners, SetupStep::kSeccomp, "seccomp listener", error)) report(plan, error);
+  bool killableWait = false;
+  if (!installSeccomp(*plan.seccomp, listener, killableWait, error)) report(plan, error);
+  const int forSupervisor[] = {listener, root};
+  if (!sendFds(plan.channelFd, forSupervisor, SetupStep::kSeccomp, "seccomp listener and root", error))
+    report(plan, error);
   ::close(listener);
+  ::close(root);
   ::close(plan.channelFd);
   if (!joinCgroups(plan.cgroupTasks, 3, error)) report(plan, error);
 
@@ -618,8 +643,17 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     child.cgroup = std::move(cgroup);
     cgroupTasks = std::move(tasks);
   }
-  child.fileSizeBytes = plan.limits.fileSizeBytes;  // the fallocate() check (coverage.h)
   const LandlockPlan& landlock = plan.landlock;
+  // The broker the coverage check counted on: its rules, the trees the
+  // mount plan brokers, and their descriptors. (Without one the check has
+  // refused every brokered entry: this one serves no tree, and answers the
+  // filter's other notifications.)
+  auto broker = WriteBroker::open(
+      request.rules, plan.writeRules ? std::move(*plan.writeRules) : policy::WriteRules(request.rules, {}, {}),
+      plan.seccomp);
+  if (auto* e = std::get_if<std::string>(&broker)) return parentError(SetupStep::kPrepare, "", 0, *e);
+  child.broker = std::move(std::get<std::shared_ptr<WriteBroker>>(broker));
+  sandbox.mounts_.writableFds = child.broker->treeFds();
 
   int errorPipe[2];
   if (::pipe2(errorPipe, O_CLOEXEC) != 0)
@@ -664,6 +698,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   childPlan.channelFd = channelChild.get();
   childPlan.commandFd = commandChild.get();
   for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) childPlan.cgroupTasks[i] = cgroupTasks[i].get();
+  childPlan.treeFds = sandbox.mounts_.writableFds;
   for (int i = 0; i < 3; ++i) childPlan.stdioFds[i] = childStdio[i].get();
   childPlan.newSession = request.newSession;
   childPlan.terminal = request.stdio == Stdio::kTerminal;
@@ -735,12 +770,15 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
     }
     child_.terminal = std::move(std::get<std::vector<UniqueFd>>(master).front());
   }
-  auto seccomp = receiveFds(channel_.get(), 1, "seccomp listener channel");
+  auto seccomp = receiveFds(channel_.get(), 2, "seccomp listener and root channel");
   if (auto* e = std::get_if<std::string>(&seccomp)) {
     discard();
     return parentError(SetupStep::kSeccomp, "", 0, *e);
   }
-  child_.seccompListener = std::move(std::get<std::vector<UniqueFd>>(seccomp).front());
+  auto& fds = std::get<std::vector<UniqueFd>>(seccomp);
+  child_.seccompListener = std::move(fds[0]);
+  child_.broker->attachRoot(std::move(fds[1]));
+  (void)preferSynchronousWakeUp(child_.seccompListener.get());
   channel_.reset();
   return std::nullopt;
 }
@@ -868,7 +906,7 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
     }
     if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
     if (fds[2].revents & POLLIN) {
-      auto denial = answerDenial(child.seccompListener.get(), {.fileSizeBytes = child.fileSizeBytes});
+      auto denial = answerNotification(child.seccompListener.get(), *child.broker);
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
       if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
     } else if (fds[2].revents & (POLLHUP | POLLERR)) {

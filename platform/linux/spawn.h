@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@
 #include "platform/linux/pty.h"
 #include "platform/linux/sandbox_plan.h"
 #include "platform/linux/seccomp_notify.h"
+#include "platform/linux/write_broker.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
 
@@ -103,12 +105,15 @@ struct Child {
   // Without proxyPort the child has loopback only.
   std::vector<UniqueFd> proxyListeners;
   EnforcementReport enforcement;
-  // The seccomp filter's listener: denied calls wait here for an answer.
-  // waitExit()/waitExitFor() below answer them (EPERM) and pass each to
-  // onDenial; a caller polling the pidfd itself must answer them too
-  // (answerDenial(seccompListener, {.fileSizeBytes = fileSizeBytes}), seccomp_notify.h).
+  // The seccomp filter's listener: denied and brokered calls wait here for
+  // an answer. waitExit()/waitExitFor() below answer them and pass each
+  // refusal to onDenial; a caller polling the pidfd itself must answer them
+  // too (answerNotification(), seccomp_notify.h).
   UniqueFd seccompListener;
   std::function<void(const SeccompDenial&)> onDenial;
+  // Performs or refuses the sandbox's writes (write_broker.h); its answers
+  // go through the listener above.
+  std::shared_ptr<WriteBroker> broker;
   // Read end of the pipe on which the sandbox's init (pid 1) reports how the
   // program (pid 2) ended. Use waitExit(const Child&) below.
   UniqueFd programStatus;
@@ -116,9 +121,6 @@ struct Child {
   // removes it once the sandbox is gone (and so does its destructor, if
   // nobody waited).
   SandboxCgroup cgroup;
-  // limits.fileSizeBytes: the supervisor answers the sandbox's fallocate()
-  // calls against it (allocation_limit.h). 0: no limit, and no such calls.
-  std::uint64_t fileSizeBytes = 0;
 };
 
 struct SpawnError {
@@ -195,8 +197,9 @@ enum class WaitEvent {
   kAlsoWatched,  // `alsoWatch` became readable
   kOverLimit,    // a whole-sandbox limit is reached (overLimit()): kill the sandbox, then reap it
 };
-// Waits on the sandbox, answering its seccomp notifications meanwhile (each
-// refusal passed to child.onDenial), until its init exits, `deadline` passes,
+// Waits on the sandbox, answering its seccomp notifications meanwhile
+// (denials, fallocate() checks and brokered writes; each refusal passed to
+// child.onDenial), until its init exits, `deadline` passes,
 // `alsoWatch` (if >= 0) is readable, or the sandbox goes over a limit. Errors
 // name the call; the sandbox then still runs and nobody answers its denials:
 // kill it.

@@ -105,8 +105,9 @@ invalid, with every problem on standard error (or under "problems" with
 in one warning.)";
 
 constexpr std::string_view kDeriveDetails = R"(Prints {"fingerprint", "rules", "sources"}: the DerivedRules stockade would
-enforce (absolute real paths, glob matches, default write paths, mandatory
-denies found on disk, normalised domains), the SHA-256 of their canonical JSON,
+enforce (absolute real paths, glob matches, default write paths, the protected
+names and the hooks directories git's configuration names, normalised domains),
+the SHA-256 of their canonical JSON,
 and for every policy field whether its value came from the "file" or is the
 bundled "default" (a field the file leaves out).)";
 

@@ -20,6 +20,7 @@ nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
            {{"abi", r.landlockAbi}, {"filesystem", r.landlockFilesystem}, {"network", r.landlockNetwork},
             {"scopes", r.landlockScopes}}},
           {"seccomp", r.seccomp},
+          {"writeBroker", {{"active", r.writeBroker}, {"trees", r.brokeredTrees}}},
           {"noNewPrivs", r.noNewPrivs},
           {"degradations", r.degradations}};
 }
@@ -140,9 +141,24 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
 
   watch.onDenial = [&audit = audit_, ids = identity(r), next = std::move(watch.onDenial)](const platform::SeccompDenial& d) {
     nlohmann::json event = ids;
-    event["layer"] = "seccomp";
     event["pid"] = d.pid;
     event["syscall"] = d.syscall;
+    if (!d.rule.empty()) {
+      // A write the broker refused: what it was, the path as the child gave
+      // it, the name the rule decided on, and the rule.
+      event["layer"] = "broker";
+      event["operation"] = d.operation;
+      event["path"] = d.path;
+      if (!d.path2.empty()) event["path2"] = d.path2;
+      event["resolvedPath"] = d.resolvedPath;
+      event["rule"] = d.rule;
+      event["reason"] = d.reason;
+      event["error"] = strerrorname_np(d.error);
+      audit.decision("denial", std::move(event), {"layer", "operation", "resolvedPath", "rule", "error"});
+      if (next) next(d);
+      return;
+    }
+    event["layer"] = "seccomp";
     event["args"] = d.args;
     nlohmann::json decoded = nlohmann::json::object();  // what the raw args mean, beside them
     for (auto& [name, text] : platform::decodeArguments(d.syscall, d.args)) decoded[name] = std::move(text);

@@ -120,7 +120,7 @@ void Supervised::onListener(std::uint32_t events) {
     return;
   }
   // The one call per notification: its answer is the event audited.
-  auto answered = platform::answerDenial(child_.seccompListener.get(), {.fileSizeBytes = child_.fileSizeBytes});
+  auto answered = platform::answerNotification(child_.seccompListener.get(), *child_.broker);
   if (auto* err = std::get_if<std::string>(&answered)) {
     // Never leave the sandbox running once nobody answers its listener.
     loop_.unwatch(child_.seccompListener.get());

@@ -48,7 +48,7 @@ bool globMatches(std::string_view pattern, std::string_view path) {
   return matchFrom(split(pattern), 0, split(path), 0);
 }
 
-AccessRules::AccessRules(DerivedRules rules) : rules_(std::move(rules)) {
+AccessRules::AccessRules(DerivedRules rules) : rules_(std::move(rules)), writes_(rules_) {
   for (const auto& p : rules_.filesystem().denyReadPatterns) denyPatterns_.push_back(split(p));
 }
 
@@ -80,10 +80,19 @@ std::optional<std::string> AccessRules::readRefusal(std::string_view realPath) c
 }
 
 std::optional<std::string> AccessRules::writeRefusal(std::string_view realPath, WriteOp op, ObjectKind kind) const {
-  (void)op;    // the broker's decision will take them (policy/write_decision.h Effect, ObjectKind);
-  (void)kind;  // DerivedRules::writable() judges every write to a path alike
   // A read-denied path is masked read-only in the sandbox's view: not writable either.
   if (auto denied = readRefusal(realPath)) return denied;
+  const policy::Effect effect = op == WriteOp::kCreate    ? policy::Effect::kCreate
+                                : op == WriteOp::kReplace ? policy::Effect::kMoveIn
+                                : op == WriteOp::kModify  ? policy::Effect::kModify
+                                                          : policy::Effect::kRemove;
+  const auto verdict = writes_.decide({{effect, std::string(realPath),
+                                        kind == ObjectKind::kDirectory ? policy::ObjectKind::kDirectory
+                                                                       : policy::ObjectKind::kOther}});
+  if (verdict.action == policy::WriteVerdict::Action::kPerform) return std::nullopt;
+  if (verdict.action == policy::WriteVerdict::Action::kRefuse) return verdict.rule;
+  // Outside the brokered trees (or a tree's own root, a mount point only in
+  // the sandbox): the rules as written.
   if (rules_.writable(realPath)) return std::nullopt;
   const auto& fs = rules_.filesystem();
   if (const std::string* d = containing(fs.denyWrite, realPath)) return "filesystem.denyWrite " + quoted(*d);

@@ -4,11 +4,11 @@
 // kernel resolved, so a symlink inside the workspace is judged by what it
 // names). Pure: no system call.
 //
-// Writes go through writeRefusal() and nowhere else, so that the write
-// broker's decision (policy/write_decision.h, issue 10: operation + resolved
-// names + rules -> verdict) replaces DerivedRules::writable() in this one
-// place when it lands, and the API keeps refusing exactly what the sandbox
-// would.
+// Writes go through writeRefusal() and nowhere else: the write broker's
+// decision (policy/write_decision.h: operation + resolved names + rules ->
+// verdict, protected names judged by the object's kind), so the API refuses
+// what the sandbox's broker would (but a bare repository recognised by its
+// contents: the decision is asked without them).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/write_decision.h"
 #include "stockade/rules.h"
 
 namespace stockade::workspace {
@@ -53,6 +54,7 @@ class AccessRules {
 
  private:
   DerivedRules rules_;
+  policy::WriteRules writes_;  // the broker's decision over rules_
   std::vector<std::vector<std::string>> denyPatterns_;  // denyReadPatterns split into components
 };
 

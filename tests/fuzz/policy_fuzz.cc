@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto* list : {&fs.denyRead, &fs.allowRead, &fs.denyWrite})  // one "*" at most: no walks of the whole tree
     for (const auto& p : *list)
       if (std::count(p.begin(), p.end(), '*') > 1) return 0;
-  for (const auto& p : policy->filesystem().allowWrite)  // no mandatory-deny scan of a system tree
+  for (const auto& p : policy->filesystem().allowWrite)  // no system tree as a writable one
     if (p.front() == '/' && std::count(p.begin(), p.end(), '/') < 3) return 0;
   auto derived = stockade::derive(*policy, ctx);
   auto* rules = std::get_if<stockade::DerivedRules>(&derived);

@@ -63,7 +63,11 @@ TEST_F(CliPolicyTest, DeriveResolvesAgainstCwdAndPrintsFingerprintedRules) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["rules"]["filesystem"]["allowWrite"], nlohmann::json::array({work}));
-  EXPECT_EQ(j["rules"]["filesystem"]["mandatoryDenyWrite"], nlohmann::json::array({work + "/.bashrc"}));
+  // Protected names are patterns, whether or not the file exists; no scan lists them.
+  EXPECT_EQ(j["rules"]["filesystem"]["mandatoryDenyWrite"], nlohmann::json::array());
+  const auto& names = j["rules"]["filesystem"]["protectedNames"];
+  EXPECT_NE(std::find(names.begin(), names.end(), ".bashrc"), names.end()) << names.dump();
+  EXPECT_NE(std::find(names.begin(), names.end(), ".git (not a directory)"), names.end()) << names.dump();
   EXPECT_EQ(j["fingerprint"].get<std::string>().size(), 64u);
   // Same input, same fingerprint.
   auto again = cli({"policy", "derive", t_ / "p.json", "--cwd=" + work});

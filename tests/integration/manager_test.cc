@@ -111,10 +111,12 @@ TEST_F(ManagerTest, DisposeOnAnAdoptedHandleIsAReportedNoOp) {
 TEST_F(ManagerTest, AdoptedEffectivePolicyIsReDerivedOnEveryCallWhileOwnedIsCached) {
   SandboxHandle owner = create(policy());
   SandboxHandle adopted = SandboxManager::instance().adopt();
-  t_.file("work/.bashrc");  // appears after admission
+  // After admission the workspace becomes a repository whose config sends
+  // hooks elsewhere: a re-derivation protects that directory.
+  t_.file("work/.git/config", "[core]\n\thooksPath = githooks\n");
   auto has = [&](const DerivedRules& r) {
     const auto& m = r.filesystem().mandatoryDenyWrite;
-    return std::find(m.begin(), m.end(), work_ + "/.bashrc") != m.end();
+    return std::find(m.begin(), m.end(), work_ + "/githooks") != m.end();
   };
   EXPECT_TRUE(has(adopted.effectivePolicy()));
   EXPECT_FALSE(has(owner.effectivePolicy()));

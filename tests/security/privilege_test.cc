@@ -86,9 +86,11 @@ TEST_F(PrivilegeEscapeTest, WithUnixSocketsAllowedTheHostDatagramSocketIsReached
 }
 
 TEST_F(PrivilegeEscapeTest, AWriteDeniedFileWithAnotherHardLinkIsReportedNotSilentlyWeaker) {
-  // .bashrc is a mandatory deny; a second name for it in the workspace would
-  // reach the same file through a writable path.
-  ASSERT_EQ(::link((ws + "/.bashrc").c_str(), (ws + "/innocent").c_str()), 0);
+  // The broker refuses writes to a denied path by name; a second name for
+  // the file in the workspace reaches it through a writable path.
+  file(ws + "/secret.txt", "KEEP\n");
+  policy["filesystem"]["denyWrite"] = {ws + "/secret.txt"};
+  ASSERT_EQ(::link((ws + "/secret.txt").c_str(), (ws + "/innocent").c_str()), 0);
   auto r = sh(stockadeArgv(), "echo run");
   EXPECT_EQ(r.out, "run\n");
   EXPECT_NE(r.err.find("has other hard links"), std::string::npos) << "the CLI says it runs weaker: " << r.err;

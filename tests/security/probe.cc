@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <linux/openat2.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,11 +31,14 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +48,7 @@
 #include <string_view>
 #include <thread>
 #include <time.h>
+#include <vector>
 
 namespace {
 
@@ -193,6 +198,68 @@ int abstractConnect(const char* name) {
   return result(::connect(fd, reinterpret_cast<sockaddr*>(&sa), len), "connect(abstract)");
 }
 
+// Threads racing the write broker: one flips a path buffer between an
+// allowed name and a protected one, one swaps a symlink between pointing at
+// an allowed file and at a protected one, while others create through both.
+// Prints how many creates succeeded; what was written is checked outside.
+int race(const char* dir, int seconds) {
+  const std::string base = dir;
+  const std::string allowed = base + "/allowed", protectedName = base + "/.bashrc";
+  // The buffer the creating threads pass to open(): flipped in place.
+  static char buffer[4096];
+  std::strcpy(buffer, allowed.c_str());
+  std::atomic<bool> stop{false};
+  std::atomic<long> created{0};
+  std::thread flipper([&] {
+    while (!stop) {
+      std::strcpy(buffer, protectedName.c_str());
+      std::strcpy(buffer, allowed.c_str());
+    }
+  });
+  std::thread swapper([&] {
+    const std::string link = base + "/link", next = base + "/link.next";
+    bool toAllowed = true;
+    while (!stop) {
+      ::unlink(next.c_str());
+      (void)::symlink(toAllowed ? "allowed" : ".bashrc", next.c_str());
+      (void)::rename(next.c_str(), link.c_str());
+      toAllowed = !toAllowed;
+    }
+  });
+  std::vector<std::thread> creators;
+  for (int t = 0; t < 3; ++t)
+    creators.emplace_back([&, t] {
+      const std::string link = base + "/link";
+      while (!stop) {
+        int fd = ::open(t == 0 ? link.c_str() : buffer, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+          (void)!::write(fd, "x", 1);
+          ::close(fd);
+          ++created;
+        }
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  stop = true;
+  flipper.join();
+  swapper.join();
+  for (auto& c : creators) c.join();
+  std::printf("created=%ld\n", created.load());
+  return 0;
+}
+
+[[noreturn]] int createFlood(const char* dir, int threads) {
+  for (int t = 0; t < threads; ++t)
+    std::thread([dir, t] {
+      for (long n = 0;; ++n) {
+        std::string path = std::string(dir) + "/" + std::to_string(t) + "-" + std::to_string(n);
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) ::close(fd);
+      }
+    }).detach();
+  for (;;) ::pause();
+}
+
 long int80Getpid() {
   long ret;
   // i386 getpid is syscall 20; through int 0x80 the kernel sees AUDIT_ARCH_I386.
@@ -201,6 +268,8 @@ long int80Getpid() {
 }
 
 }  // namespace
+
+int writeOps(const char* prefix);  // write_ops.cc
 
 int runOp(int argc, char** argv) {
   if (argc < 2) return 2;
@@ -218,6 +287,57 @@ int runOp(int argc, char** argv) {
     return rc;
   }
   if (op == "mkdir") return result(::mkdir(arg(2), 0755), "mkdir");
+  // Write-shaped calls, one each, for the write broker's tests.
+  if (op == "create") {  // create PATH: O_CREAT|O_EXCL, writes "probe\n"
+    int fd = ::open(arg(2), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open");
+    int rc = ::write(fd, "probe\n", 6) == 6 ? 0 : result(-1, "write");
+    ::close(fd);
+    return rc;
+  }
+  if (op == "openat2-create") {  // openat2-create PATH
+    open_how how{};
+    how.flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    how.mode = 0644;
+    long fd = ::syscall(SYS_openat2, AT_FDCWD, arg(2), &how, sizeof how);
+    if (fd >= 0) ::close(static_cast<int>(fd));
+    return result(fd, "openat2");
+  }
+  if (op == "rename2") {  // rename2 FROM TO exchange|noreplace|whiteout
+    std::string_view how = arg(4);
+    unsigned flags = how == "exchange" ? RENAME_EXCHANGE : how == "noreplace" ? RENAME_NOREPLACE : RENAME_WHITEOUT;
+    return result(::syscall(SYS_renameat2, AT_FDCWD, arg(2), AT_FDCWD, arg(3), flags), "renameat2");
+  }
+  if (op == "unlink") return result(::unlink(arg(2)), "unlink");
+  if (op == "rmdir") return result(::rmdir(arg(2)), "rmdir");
+  if (op == "truncate") return result(::truncate(arg(2), std::atol(arg(3))), "truncate");
+  if (op == "chmod") return result(::chmod(arg(2), static_cast<mode_t>(std::strtol(arg(3), nullptr, 8))), "chmod");
+  if (op == "fchmod-read-only") {  // fchmod-read-only PATH MODE: through a descriptor opened O_RDONLY
+    int fd = ::open(arg(2), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return result(-1, "open");
+    int rc = result(::fchmod(fd, static_cast<mode_t>(std::strtol(arg(3), nullptr, 8))), "fchmod");
+    ::close(fd);
+    return rc;
+  }
+  if (op == "utimes") return result(::utimes(arg(2), nullptr), "utimes");
+  if (op == "setxattr") return result(::setxattr(arg(2), arg(3), arg(4), std::strlen(arg(4)), 0), "setxattr");
+  if (op == "mkfifo") return result(::mkfifo(arg(2), 0644), "mkfifo");
+  if (op == "tmpfile-link") {  // tmpfile-link DIR NAME: an O_TMPFILE file, named by linkat()
+    int fd = ::open(arg(2), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) return result(-1, "open(O_TMPFILE)");
+    (void)!::write(fd, "probe\n", 6);
+    std::string self = "/proc/self/fd/" + std::to_string(fd);
+    int rc = result(::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, arg(3), AT_SYMLINK_FOLLOW), "linkat");
+    ::close(fd);
+    return rc;
+  }
+  if (op == "write-ops") return writeOps(argc > 2 ? argv[2] : nullptr);  // write-ops [CASE-PREFIX]
+  if (op == "race") {  // race DIR SECONDS: see below
+    return race(arg(2), std::atoi(arg(3)));
+  }
+  if (op == "create-flood") {  // create-flood DIR THREADS: creates DIR/<thread>-<n> until killed
+    return createFlood(arg(2), std::atoi(arg(3)));
+  }
   if (op == "symlink") return result(::symlink(arg(2), arg(3)), "symlink");
   if (op == "link") return result(::link(arg(2), arg(3)), "link");
   if (op == "rename") return result(::rename(arg(2), arg(3)), "rename");

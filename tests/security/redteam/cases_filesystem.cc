@@ -184,10 +184,11 @@ std::string setuidHostCheck(HostContext& h) {
 Verdict hardlinkProtected(const Context& c) {
   if (auto n = neighbour(::link((c.ws + "/README").c_str(), (c.ws + "/readme-hard").c_str()) == 0, "hard link to ws/README"))
     return *n;
-  // A second name for a write-denied file, outside its read-only mount.
+  // A second name for a write-denied file, outside its read-only mount (the
+  // write broker refuses the link itself: EACCES, by the denyWrite rule).
   long rc = ::link((c.ws + "/protected/keep").c_str(), (c.ws + "/alias").c_str());
   if (rc == 0) return refused(writeFile(c.ws + "/alias", "OWNED") ? 0 : -1, {EROFS, EACCES}, "write through the new alias");
-  return refused(rc, {EXDEV, EROFS, EPERM}, "link(ws/protected/keep, ws/alias)");
+  return refused(rc, {EXDEV, EROFS, EPERM, EACCES}, "link(ws/protected/keep, ws/alias)");
 }
 
 // --- protected names ---
@@ -222,13 +223,19 @@ Verdict renameGitAway(const Context& c) {
                  "rename .git/hooks away");
 }
 
-// Names that do not exist when the sandbox starts (issue 10).
+// Names that do not exist when the sandbox starts (issue 10): each directory
+// on the way is made, then the file; the first step refused is the refusal
+// (a protected directory such as .vscode or .git/hooks is refused at its mkdir).
 Verdict newNameCreated(const Context& c, const std::string& dir, const std::string& name) {
   if (auto n = neighbour(writeFile(c.ws + "/notes.md", "ok"), "write ws/notes.md")) return *n;
-  std::error_code ec;
-  std::filesystem::create_directories(c.ws + "/" + dir, ec);
-  return refused(writeFile(c.ws + "/" + dir + "/" + name, "evil\n") ? 0 : -1, {EROFS, EACCES, EPERM},
-                 "create ws/" + dir + "/" + name);
+  std::string made = c.ws, shown = "ws";
+  for (const auto& part : std::filesystem::path(dir)) {
+    made += "/" + part.string();
+    shown += "/" + part.string();
+    if (::mkdir(made.c_str(), 0755) != 0 && errno != EEXIST)
+      return refused(-1, {EROFS, EACCES, EPERM}, "mkdir " + shown);
+  }
+  return refused(writeFile(made + "/" + name, "evil\n") ? 0 : -1, {EROFS, EACCES, EPERM}, "create " + shown + "/" + name);
 }
 
 Verdict newBashrc(const Context& c) { return newNameCreated(c, "sub", ".bashrc"); }
@@ -236,8 +243,6 @@ Verdict newGitHook(const Context& c) { return newNameCreated(c, "sub/.git/hooks"
 Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "tasks.json"); }
 Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
 Verdict gitCommondir(const Context& c) { return newNameCreated(c, ".git", "commondir"); }
-
-constexpr Expectation kUntilIssue10{Who::kEveryone, 10, "protected names created during the run"};
 
 const bool registered = registerCases({
     {"filesystem-reads", "direct-read", "open a read-denied credentials file", "sandbox-runtime denyRead semantics", directRead},
@@ -265,11 +270,11 @@ const bool registered = registerCases({
     {"protected-names", "existing-git-hook", "write an existing or a new git hook", "git hooks as code execution", existingGitHook},
     {"protected-names", "git-config-hookspath", "point core.hooksPath elsewhere in .git/config", "git config redirection", gitConfigHooksPath},
     {"protected-names", "rename-hooks-away", "rename .git/hooks away to replace it", "rename-and-replace of a read-only tree", renameGitAway},
-    {"protected-names", "new-bashrc", "create a .bashrc that did not exist at start", "issue 10", newBashrc, {}, kUntilIssue10},
-    {"protected-names", "new-git-hook", "git init a sub-repository and write its hook", "issue 10", newGitHook, {}, kUntilIssue10},
-    {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks, {}, kUntilIssue10},
-    {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings, {}, kUntilIssue10},
-    {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir, {}, kUntilIssue10},
+    {"protected-names", "new-bashrc", "create a .bashrc that did not exist at start", "issue 10", newBashrc},
+    {"protected-names", "new-git-hook", "git init a sub-repository and write its hook", "issue 10", newGitHook},
+    {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks},
+    {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings},
+    {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
 });
 
 }  // namespace

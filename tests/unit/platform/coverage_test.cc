@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "platform/linux/sandbox_plan.h"
+#include "policy/rules_builder.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade::platform {
@@ -26,8 +27,6 @@ enum class Outcome { kCovered, kRefused, kDegraded };
 // One row: a policy (placeholders: HOME, WS the workspace and cwd, FILE a
 // file outside it, ROOTLINK a symlink to "/", PRIVTMP a host directory under
 // /tmp), what the check must say, and what the sandbox must show at PROBE.
-// (A writable "/" makes derive() scan the whole filesystem for mandatory
-// denies: those two rows take seconds.)
 struct Case {
   const char* name;
   std::vector<std::string> denyRead, allowRead, allowWrite, denyWrite;
@@ -36,7 +35,7 @@ struct Case {
   std::string entry;  // kRefused/kDegraded: a gap's entry contains this
   std::string probe;  // a path to look at in the plan's view
   Source source;
-  bool writable;
+  bool writable;  // a write there succeeds: by the child's own rights, or performed by the write broker
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -89,7 +88,17 @@ class CoverageTest : public ::testing::Test {
   static EnforcementPlan enforcement(const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
     const EnforcementReport& r = plan.report;
     return {plan.mounts, plan.landlock,  plan.seccomp,      proxy,          plan.limits,
-            r.pidsLimit, r.memoryLimit,  r.cpuLimit,        plan.cgroupLimits, r.degradations};
+            r.pidsLimit, r.memoryLimit,  r.cpuLimit,        plan.cgroupLimits, r.degradations,
+            plan.writeRules ? &*plan.writeRules : nullptr};
+  }
+  // Whether a write at `path` succeeds in the plan's sandbox: the child's own
+  // right, or the write broker's decision in a brokered tree.
+  static bool writes(const SandboxPlan& plan, const std::string& path) {
+    const MountView v = viewAt(plan.mounts, path);
+    if (v.writable) return true;
+    if (!v.brokered || !plan.writeRules) return false;
+    return plan.writeRules->decide({{policy::Effect::kModify, path, policy::ObjectKind::kOther}}).action ==
+           policy::WriteVerdict::Action::kPerform;
   }
   static Coverage check(const DerivedRules& r, const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
     return checkCoverage(r, enforcement(plan, proxy));
@@ -135,7 +144,7 @@ TEST_P(CoverageTableTest, EachEntryIsCoveredOrNamed) {
   if (c.outcome == Outcome::kRefused) return;
   const MountView v = viewAt(plan.mounts, fill(c.probe));
   EXPECT_EQ(static_cast<int>(v.source), static_cast<int>(c.source)) << fill(c.probe);
-  EXPECT_EQ(v.writable, c.writable) << fill(c.probe);
+  EXPECT_EQ(writes(plan, fill(c.probe)), c.writable) << fill(c.probe);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -191,8 +200,10 @@ INSTANTIATE_TEST_SUITE_P(
              Source::kHost, false},
         Case{"DenyWriteADirectoryInTheWorkspace", {}, {}, {"WS"}, {"WS/sub"}, false, Outcome::kCovered, "",
              "WS/sub/code.c", Source::kHost, false},
-        Case{"DenyWriteAMissingPathIsADegradation", {}, {}, {"WS"}, {"WS/missing"}, false, Outcome::kDegraded,
-             "filesystem.denyWrite \"WS/missing\"", "WS/missing", Source::kHost, true},
+        Case{"DenyWriteAMissingPathIsTheBrokers", {}, {}, {"WS"}, {"WS/missing"}, false, Outcome::kCovered, "",
+             "WS/missing/new", Source::kHost, false},
+        Case{"AProtectedNameIsTheBrokers", {}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "WS/sub/.git/hooks/x",
+             Source::kHost, false},
         Case{"DenyWriteTheCwd", {}, {}, {"."}, {"."}, false, Outcome::kCovered, "", "WS/sub", Source::kHost, false},
         // Not writable after all: the private /tmp, and the host's stays unseen.
         Case{"DenyWriteTmp", {}, {}, {"/tmp"}, {"/tmp"}, false, Outcome::kCovered, "", "/tmp/x", Source::kPrivateTmp,
@@ -243,19 +254,44 @@ TEST_F(CoverageTest, AnAllowReadEqualToADenyReadStaysDenied) {
   EXPECT_EQ(viewAt(plan.mounts, home_ + "/.ssh").source, Source::kEmpty);
 }
 
-TEST_F(CoverageTest, MissingWritableAndReadOnlyBindsAreNamed) {
+TEST_F(CoverageTest, AMissingBrokeredTreeOrBrokerIsNamed) {
   const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}, {"denyWrite", {ws_ + "/secret"}}}}});
   SandboxPlan plan = planSandbox(r, std::nullopt);
   ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
-  SandboxPlan noWrite = plan;
-  dropOp(noWrite.mounts, Kind::kWritable, ws_);
-  EXPECT_TRUE(names(check(r, noWrite).uncovered, "filesystem.allowWrite \"" + ws_ + "\""));
-  SandboxPlan noDeny = plan;
-  dropOp(noDeny.mounts, Kind::kReadOnly, ws_ + "/secret");
-  EXPECT_TRUE(names(check(r, noDeny).uncovered, "filesystem.denyWrite \"" + ws_ + "/secret\""));
-  SandboxPlan noMandatory = plan;
-  dropOp(noMandatory.mounts, Kind::kReadOnly, ws_ + "/.bashrc");
-  EXPECT_TRUE(names(check(r, noMandatory).uncovered, "filesystem.mandatoryDenyWrite \"" + ws_ + "/.bashrc\""));
+  ASSERT_TRUE(plan.writeRules) << "this kernel cannot run the write broker";
+  EXPECT_EQ(plan.mounts.brokeredTrees(), std::vector<std::string>{ws_});
+  // Nothing is bound read-only inside the tree: the broker decides by path.
+  EXPECT_TRUE(std::none_of(plan.mounts.ops.begin(), plan.mounts.ops.end(),
+                           [&](const MountPlan::Op& op) { return op.kind == Kind::kReadOnly && op.path.starts_with(ws_); }));
+  SandboxPlan noTree = plan;
+  dropOp(noTree.mounts, Kind::kBrokered, ws_);
+  EXPECT_TRUE(names(check(r, noTree).uncovered, "filesystem.allowWrite \"" + ws_ + "\""));
+  SandboxPlan noBroker = plan;
+  noBroker.writeRules.reset();  // what a kernel without SECCOMP_ADDFD_FLAG_SEND gets
+  auto c = check(r, noBroker);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.allowWrite \"" + ws_ + "\"")) << texts(c.uncovered);
+  EXPECT_NE(texts(c.uncovered).find("no write broker can run"), std::string::npos) << texts(c.uncovered);
+  SandboxPlan otherTree = plan;
+  otherTree.writeRules.emplace(r, std::vector<std::string>{t_.dir("elsewhere")}, plan.mounts.ownTrees());
+  EXPECT_TRUE(names(check(r, otherTree).uncovered, "filesystem.allowWrite \"" + ws_ + "\""));
+}
+
+TEST_F(CoverageTest, ABrokerThatWouldPerformADeniedWriteIsNamed) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}, {"denyWrite", {ws_ + "/secret"}}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  ASSERT_TRUE(plan.writeRules) << "this kernel cannot run the write broker";
+  // A broker compiled from weaker rules: no denyWrite, no protected names.
+  RulesBuilder weaker;
+  weaker.fs = r.filesystem();
+  weaker.fs.denyWrite.clear();
+  weaker.fs.protectedNames.clear();
+  SandboxPlan damaged = plan;
+  damaged.writeRules.emplace(std::move(weaker).build(), plan.mounts.brokeredTrees(), plan.mounts.ownTrees());
+  auto c = check(r, damaged);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyWrite \"" + ws_ + "/secret\"")) << texts(c.uncovered);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.protectedNames \".git/hooks\"")) << texts(c.uncovered);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.protectedNames \".bashrc\"")) << texts(c.uncovered);
 }
 
 TEST_F(CoverageTest, AWritablePathTheHostMountsReadOnlyIsNamed) {
@@ -278,13 +314,18 @@ TEST_F(CoverageTest, AWritablePathTheHostMountsReadOnlyIsNamed) {
       << texts(c.degraded);
 }
 
-TEST_F(CoverageTest, LandlockMustGrantExactlyTheWritablePaths) {
+TEST_F(CoverageTest, LandlockGrantsExactlyTheSandboxsOwnWritablePathsAndNoBrokeredTree) {
   const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}});
   SandboxPlan plan = planSandbox(r, std::nullopt);
   if (plan.landlock.abi == 0) GTEST_SKIP() << "Landlock unavailable: nothing to check";
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_EQ(std::count(plan.landlock.writable.begin(), plan.landlock.writable.end(), ws_), 0);
   SandboxPlan narrow = plan;
-  std::erase(narrow.landlock.writable, ws_);
-  EXPECT_TRUE(names(check(r, narrow).uncovered, "filesystem.allowWrite \"" + ws_ + "\""));
+  std::erase(narrow.landlock.writable, "/dev/null");
+  EXPECT_TRUE(names(check(r, narrow).uncovered, "filesystem.defaultWrite \"/dev/null\"")) << texts(check(r, narrow).uncovered);
+  SandboxPlan brokered = plan;  // the child's own right in a brokered tree: the kernel would not be the backstop
+  brokered.landlock.writable.push_back(ws_);
+  EXPECT_TRUE(names(check(r, brokered).uncovered, "landlock \"" + ws_ + "\"")) << texts(check(r, brokered).uncovered);
   SandboxPlan wide = plan;
   wide.landlock.writable.push_back("/etc");
   EXPECT_TRUE(names(check(r, wide).uncovered, "landlock \"/etc\""));

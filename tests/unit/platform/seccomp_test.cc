@@ -4,15 +4,18 @@
 #include "platform/linux/seccomp.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <termios.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -293,7 +296,7 @@ TEST(SeccompFilterTest, DeniedCallsOutsideSocketsKeepTheirAnswers) {
   EXPECT_EQ(act({SYS_io_submit, {}}), SECCOMP_RET_ALLOW);  // harmless without a context
   EXPECT_EQ(act({SYS_getpid, {}}), SECCOMP_RET_ALLOW);
   EXPECT_EQ(act({SYS_chmod, {0, 04755}}), SECCOMP_RET_USER_NOTIF);
-  EXPECT_EQ(act({SYS_chmod, {0, 0755}}), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(act({SYS_chmod, {0, 0755}}), SECCOMP_RET_USER_NOTIF);  // brokered: decided by name
   EXPECT_EQ(act({SYS_seccomp, {1, SECCOMP_FILTER_FLAG_NEW_LISTENER}}), SECCOMP_RET_ERRNO | EPERM);
 }
 
@@ -327,6 +330,76 @@ TEST(SeccompFilterTest, FallocateGoesToTheSupervisorOnlyUnderAFileSizeLimit) {
     EXPECT_EQ(act(limited, {SYS_ptrace, {}}), SECCOMP_RET_USER_NOTIF);
   }
   EXPECT_STREQ(seccompSyscallName(SYS_fallocate), "fallocate");
+}
+
+}  // namespace
+}  // namespace stockade::platform
+
+namespace stockade::platform {
+namespace {
+
+// The brokered calls (write_broker.h): every write-shaped call reaches the
+// supervisor, and what is not write-shaped stays in the kernel.
+TEST(SeccompFilterTest, WriteShapedCallsAreTrappedAndReadsAreNot) {
+  std::string why;
+  auto act = [&](SeccompCall c) {
+    auto a = runFilter(seccompProgram({false}).instructions, c, why);
+    EXPECT_TRUE(a) << why;
+    return a.value_or(0);
+  };
+  constexpr std::uint32_t kTrap = SECCOMP_RET_USER_NOTIF, kAllow = SECCOMP_RET_ALLOW;
+  EXPECT_EQ(act({SYS_open, {0, O_RDONLY}}), kAllow);
+  EXPECT_EQ(act({SYS_open, {0, O_RDONLY | O_CLOEXEC | O_DIRECTORY | O_NOFOLLOW}}), kAllow);
+  EXPECT_EQ(act({SYS_openat, {3, 0, O_RDONLY | O_NONBLOCK}}), kAllow);
+  for (std::uint64_t flags : {std::uint64_t{O_WRONLY}, std::uint64_t{O_RDWR}, std::uint64_t{O_CREAT},
+                              std::uint64_t{O_TRUNC}, std::uint64_t{O_TMPFILE | O_WRONLY}, std::uint64_t{O_TMPFILE}}) {
+    EXPECT_EQ(act({SYS_open, {0, flags}}), kTrap) << std::hex << flags;
+    EXPECT_EQ(act({SYS_openat, {3, 0, flags}}), kTrap) << std::hex << flags;
+  }
+  // openat2's flags are in memory: always the supervisor's.
+  EXPECT_EQ(act({SYS_openat2, {3, 0, 0, 24}}), kTrap);
+  for (int nr : {SYS_creat, SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_symlink, SYS_symlinkat, SYS_link,
+                 SYS_linkat, SYS_rename, SYS_renameat, SYS_renameat2, SYS_unlink, SYS_unlinkat, SYS_rmdir,
+                 SYS_truncate, SYS_chmod, SYS_fchmodat, SYS_chown, SYS_lchown, SYS_fchownat, SYS_utime, SYS_utimes,
+                 SYS_futimesat, SYS_setxattr, SYS_lsetxattr, SYS_removexattr, SYS_lremovexattr})
+    EXPECT_EQ(act({nr, {}}), kTrap) << nr;
+  EXPECT_EQ(act({SYS_utimensat, {static_cast<std::uint64_t>(AT_FDCWD), 0x1000, 0, 0}}), kTrap);  // by name
+  EXPECT_EQ(act({SYS_utimensat, {3, 0, 0, 0}}), kAllow);              // futimens(): on a descriptor
+  EXPECT_EQ(act({452, {}}), kTrap);  // fchmodat2
+  EXPECT_EQ(act({463, {}}), kTrap);  // setxattrat
+  EXPECT_EQ(act({466, {}}), kTrap);  // removexattrat
+  // A question about writing is the broker's; one about reading is not.
+  EXPECT_EQ(act({SYS_access, {0, W_OK}}), kTrap);
+  EXPECT_EQ(act({SYS_access, {0, R_OK | X_OK}}), kAllow);
+  EXPECT_EQ(act({SYS_faccessat, {3, 0, W_OK}}), kTrap);
+  EXPECT_EQ(act({SYS_faccessat2, {3, 0, F_OK, 0}}), kAllow);
+  // Calls on a descriptor stay in the kernel: the sandbox's own view of a
+  // writable tree is read-only, and a file the broker opened is unprotected.
+  for (int nr : {SYS_write, SYS_ftruncate, SYS_read, SYS_stat, SYS_getdents64, SYS_readlink, SYS_fchmod, SYS_fchown,
+                 SYS_fsetxattr, SYS_fremovexattr})
+    EXPECT_EQ(act({nr, {}}), kAllow) << nr;
+}
+
+// The supervisor evaluates the table's rows itself (seccompMatches()) for a
+// call the kernel handed over: for every row, arguments the filter traps for
+// that row must be ones seccompMatches() says the row matches.
+TEST(SeccompFilterTest, TheSupervisorsRowTestAgreesWithTheFilter) {
+  std::string why;
+  for (const auto& rule : seccompRules({false})) {
+    if (!rule.viaSupervisor) continue;
+    const int nr = seccompSyscallNumber(rule.syscall);
+    ASSERT_GE(nr, 0) << rule.syscall;
+    SeccompCall call{nr, {}};
+    for (const auto& a : rule.args) call.args[a.index] = a.value;  // meets (x & mask) == value and x >= value alike
+    EXPECT_TRUE(seccompMatches(rule, call.args)) << rule.syscall << " " << rule.reason;
+    auto action = runFilter(seccompProgram({false}).instructions, call, why);
+    ASSERT_TRUE(action) << why;
+    EXPECT_EQ(*action, SECCOMP_RET_USER_NOTIF) << rule.syscall << " " << rule.reason;
+  }
+  // And a row does not match arguments it does not name.
+  SeccompRule chmodSetuid{"chmod", {{1, SeccompArg::Op::kMaskedEquals, S_ISUID, S_ISUID}}, EPERM, "", true};
+  std::uint64_t plain[6] = {0, 0755};
+  EXPECT_FALSE(seccompMatches(chmodSetuid, plain));
 }
 
 }  // namespace

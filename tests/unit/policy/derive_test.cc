@@ -12,6 +12,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "policy/git_hooks.h"
+#include "policy/protected_names.h"
 #include "stockade/rules.h"
 #include "tests/support/private_mounts.h"
 #include "tests/support/temp_dir.h"
@@ -279,110 +281,91 @@ TEST_F(DeriveTest, DefaultWritePathsAreUnionedIn) {
   EXPECT_FALSE(r.writable(home_ + "/x"));
 }
 
-TEST_F(DeriveTest, MandatoryDeniesAreFoundAtEveryDepthAndListedApart) {
-  std::vector<std::string> expected = {
-      t_.file("work/.bashrc"),
-      t_.file("work/.gitconfig"),
-      t_.file("work/a/b/c/.zshrc"),           // depth 3
-      t_.file("work/a/b/c/d/e/.profile"),     // depth 5
-      t_.dir("work/.git/hooks"),
-      t_.file("work/.git/config"),
-      t_.dir("work/a/b/c/nested/.git/hooks"),  // a repository at depth 4
-      t_.file("work/a/b/c/nested/.git/config"),
-      t_.dir("work/.vscode"),
-      t_.dir("work/x/y/z/.idea"),
-      t_.dir("work/.claude/commands"),
-      t_.file("work/.mcp.json"),
-  };
+// What is protected in a writable tree is decided by name at each write:
+// the rules carry the patterns, not what happens to exist.
+TEST_F(DeriveTest, ProtectedNamesAreCarriedAsPatternsNotLookedUpOnDisk) {
+  t_.file("work/.bashrc");
+  t_.file("work/a/b/c/.zshrc");
+  t_.dir("work/.git/hooks");
   t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
-  t_.file("work/a/b/c/nested/.git/HEAD", "ref: refs/heads/main\n");
-  t_.file("work/.vscode/tasks.json");  // inside a denied folder: not listed twice
-  t_.file("work/src/config");          // "config" outside a git dir is ordinary
-  t_.file("work/src/hooks/x");
-  t_.file("work/.claude/notes.md");
+  t_.file("work/src/config");  // "config" outside a git dir is ordinary
   auto r = deriveOk(R"({"filesystem":{"allowWrite":["."],"denyWrite":[".env"]}})");
-  std::sort(expected.begin(), expected.end());
-  EXPECT_EQ(r.filesystem().mandatoryDenyWrite, expected);
+  EXPECT_TRUE(r.filesystem().mandatoryDenyWrite.empty());
+  auto table = policy::tableProtectedNames();
+  std::sort(table.begin(), table.end());
+  EXPECT_TRUE(r.filesystem().protectedNames == table) << "the rules carry the table, sorted";
   EXPECT_EQ(r.filesystem().denyWrite, std::vector<std::string>{work_ + "/.env"});
   EXPECT_FALSE(r.writable(work_ + "/.git/hooks/pre-commit"));
   EXPECT_FALSE(r.writable(work_ + "/a/b/c/.zshrc"));
+  EXPECT_FALSE(r.writable(work_ + "/not/yet/made/.vscode/tasks.json"));  // whether or not it exists
   EXPECT_TRUE(r.writable(work_ + "/.git/objects/ab"));
   EXPECT_TRUE(r.writable(work_ + "/src/config"));
 }
 
-TEST_F(DeriveTest, MandatoryDeniesCoverSubmoduleAndBareGitDirs) {
-  t_.file("work/.git/HEAD", "x");
-  std::string subHooks = t_.dir("work/.git/modules/lib/hooks");
-  t_.file("work/.git/modules/lib/HEAD", "x");
-  std::string bareHooks = t_.dir("work/mirror.git/hooks");
-  t_.file("work/mirror.git/HEAD", "x");
-  t_.dir("work/mirror.git/objects");
-  t_.dir("work/mirror.git/refs");
-  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
-  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, subHooks));
-  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, bareHooks));
+TEST_F(DeriveTest, TheFingerprintDoesNotDependOnWhatTheTreeHolds) {
+  const std::string policyText = R"({"filesystem":{"allowWrite":["."],"denyWrite":[]}})";
+  const std::string before = deriveOk(policyText).fingerprint();
+  for (int i = 0; i < 200; ++i) t_.dir("work/d" + std::to_string(i % 20) + "/e" + std::to_string(i));
+  t_.file("work/.bashrc");
+  t_.dir("work/sub/.git/hooks");
+  t_.file("work/.vscode/tasks.json");
+  EXPECT_EQ(deriveOk(policyText).fingerprint(), before);
 }
 
-TEST_F(DeriveTest, MandatoryDenyScanDoesNotFollowSymlinksOutOfTheTree) {
-  t_.file("outside/.bashrc");
-  t_.symlink(t_ / "outside", "work/out");
-  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
-  EXPECT_TRUE(r.filesystem().mandatoryDenyWrite.empty());
-}
-
-// The scan opens each directory through its parent's descriptor, so a file
-// whose full path is longer than PATH_MAX is still found.
-TEST_F(DeriveTest, MandatoryDenyBeyondPathMaxIsFound) {
-  const std::string segment(200, 'd');
-  std::string rel = "work";
-  std::vector<int> levels = {::open((t_ / "work").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  ASSERT_GE(levels.back(), 0);
-  for (int i = 0; i < 25; ++i) {  // > 5000 characters; built by descriptor, as no full path works
-    ASSERT_EQ(::mkdirat(levels.back(), segment.c_str(), 0755), 0);
-    levels.push_back(::openat(levels.back(), segment.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    ASSERT_GE(levels.back(), 0);
-    rel += "/" + segment;
-  }
-  int f = ::openat(levels.back(), ".bashrc", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-  ASSERT_GE(f, 0);
-  ::close(f);
-  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
-  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, t_ / (rel + "/.bashrc")));
-  // TempDir's recursive removal works by full path: take the tree down by descriptor.
-  ::unlinkat(levels.back(), ".bashrc", 0);
-  for (std::size_t i = levels.size() - 1; i > 0; --i) {
-    ::close(levels[i]);
-    ::unlinkat(levels[i - 1], segment.c_str(), AT_REMOVEDIR);
-  }
-  ::close(levels[0]);
-}
-
-// A tree deeper than the open-file limit cannot be scanned; derive() says so
-// instead of treating the rest as empty.
-TEST_F(DeriveTest, TreeDeeperThanTheOpenFileLimitIsAnErrorNotASilentSkip) {
-  std::string rel = "work";
-  for (int i = 0; i < 80; ++i) rel += "/d";
-  t_.file(rel + "/.bashrc");
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit low = {64, saved.rlim_max};
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
-  auto r = derive(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite":["."]}})"), ctx());
-  ::setrlimit(RLIMIT_NOFILE, &saved);
-  ASSERT_TRUE(std::holds_alternative<PolicyError>(r));
-  EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.allowWrite");
-  EXPECT_NE(std::get<PolicyError>(r).message.find("nested too deeply"), std::string::npos)
-      << std::get<PolicyError>(r).message;
-  // The allowed neighbour: the same tree under the normal limit is scanned to the bottom.
-  auto ok = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
-  EXPECT_TRUE(has(ok.filesystem().mandatoryDenyWrite, t_ / (rel + "/.bashrc")));
-}
-
-TEST_F(DeriveTest, WritableRootInsideAMandatoryLocationIsItselfDenied) {
+TEST_F(DeriveTest, AWritableRootInsideAProtectedLocationIsItselfProtected) {
   std::string hooks = t_.dir("work/.git/hooks");
   auto r = deriveOk(R"({"filesystem":{"allowWrite":[".git/hooks"]}})");
-  EXPECT_EQ(r.filesystem().mandatoryDenyWrite, std::vector<std::string>{hooks});
   EXPECT_FALSE(r.writable(hooks + "/post-checkout"));
+  EXPECT_FALSE(r.writable(hooks));
+}
+
+// core.hooksPath sends git to another hooks directory: the repository that
+// holds a writable tree says so in its config; the user's config may say it
+// for every repository.
+TEST_F(DeriveTest, TheHooksPathOfTheRepositoryHoldingATreeIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config", "[core]\n\tbare = false\n[include]\n\tpath = more.inc\n");
+  t_.file("work/.git/more.inc", "[core]\n  hooksPath = \".husky/_\"  # husky\n");
+  t_.dir("work/sub");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["sub"]}})");
+  EXPECT_EQ(r.filesystem().mandatoryDenyWrite, std::vector<std::string>{work_ + "/.husky/_"});
+  auto whole = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  EXPECT_FALSE(whole.writable(work_ + "/.husky/_/pre-commit"));
+  EXPECT_TRUE(whole.writable(work_ + "/.husky-not/x"));
+}
+
+TEST_F(DeriveTest, ARelativeHooksPathOfTheUsersConfigIsProtectedAtAnyDepth) {
+  t_.file("home/.gitconfig", "[Core]\nHooksPath = ./githooks\n[includeIf \"gitdir:~/x/\"]\n  path = ~/.extra\n");
+  t_.file("home/.extra", "[core] hooksPath = ~/shared-hooks\n");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  EXPECT_TRUE(std::find(r.filesystem().protectedNames.begin(), r.filesystem().protectedNames.end(),
+                        ProtectedName{"githooks", false}) != r.filesystem().protectedNames.end());
+  EXPECT_TRUE(has(r.filesystem().mandatoryDenyWrite, home_ + "/shared-hooks"));
+  EXPECT_FALSE(r.writable(work_ + "/deep/repo/githooks/pre-commit"));
+}
+
+TEST(GitConfigTest, HooksPathsAreReadAsGitReadsTheSyntax) {
+  struct Case {
+    const char* text;
+    std::vector<std::string> values;
+  };
+  const Case cases[] = {
+      {"[core]\nhooksPath = a\n", {"a"}},
+      {"[core]\n\thookspath=\"spaced name\" # comment\n", {"spaced name"}},
+      {"[CORE] HOOKSPATH = b ; comment\n", {"b"}},
+      {"[core]\nhooksPath = one\\\n two\n", {"one two"}},
+      {"[core]\nhooksPath = \"a\\\"b\"\n", {"a\"b"}},
+      {"[core]\nhooksPath = x\n[core]\nhooksPath = y\n", {"x", "y"}},
+      {"[other]\nhooksPath = no\n[core \"sub\"]\nhooksPath = sub\n", {"sub"}},
+      {"[core\nhooksPath = malformed\n", {}},
+      {"hooksPath = outside\n", {}},
+      {"[core]\nhooksPath\n", {""}},
+      {"[core]\nhooksPath = \"unterminated\n", {"unterminated"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(policy::parseHooksPaths(c.text), c.values) << c.text;
+  std::vector<std::string> includes;
+  policy::parseHooksPaths("[include]\npath = a.inc\n[includeIf \"onbranch:x\"]\npath = b.inc\n", &includes);
+  EXPECT_EQ(includes, (std::vector<std::string>{"a.inc", "b.inc"}));
 }
 
 TEST_F(DeriveTest, ReadDecisionsHonourCarveOutsAndMostSpecificRule) {

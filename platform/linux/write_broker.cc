@@ -1,0 +1,1140 @@
+// The write broker (write_broker.h). Runs in the supervisor, never in the
+// child; allocates freely.
+//
+// Resolution in the child's view: the path is made absolute against the
+// child's cwd or dirfd (their paths read from /proc/<tid>, checked with
+// SECCOMP_IOCTL_NOTIF_ID_VALID afterwards: the call still waiting proves the
+// tid still names the caller), and its parent directory is resolved from the
+// child's root with RESOLVE_IN_ROOT. The directory reached is named by the
+// kernel (/proc/self/fd of our descriptor: its path in the child's mount
+// namespace), and it is that name the decision sees. A parent that lies
+// lexically inside a tree, with no symlink, `.` or `..` on the way, is opened
+// straight beneath the tree's descriptor (the fast path: the child's view
+// there is the tree itself, read masks aside, which the decision knows).
+#include "platform/linux/write_broker.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "platform/linux/allocation_limit.h"
+#include "platform/linux/kernel_abi.h"
+#include "policy/paths.h"
+
+namespace stockade::platform {
+
+namespace abi = linux_abi;
+using policy::Effect;
+using policy::ObjectKind;
+using policy::WriteEffect;
+using policy::WriteVerdict;
+
+namespace {
+
+constexpr int kMaxSymlinks = 40;  // the kernel's MAXSYMLINKS
+constexpr std::uint64_t kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK |
+                                          O_DSYNC | O_ASYNC | O_DIRECT | O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW |
+                                          O_NOATIME | O_CLOEXEC | O_PATH | O_SYNC | O_TMPFILE;
+constexpr std::uint64_t kTmpfileBit = O_TMPFILE & ~O_DIRECTORY;
+
+ObjectKind kindOf(const struct stat& st) { return S_ISDIR(st.st_mode) ? ObjectKind::kDirectory : ObjectKind::kOther; }
+
+std::string selfFd(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// The kernel's name for one of our descriptors: its path in the mount
+// namespace it belongs to.
+std::optional<std::string> nameOf(int fd) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(selfFd(fd).c_str(), buf, sizeof buf);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf || buf[0] != '/') return std::nullopt;
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// openat2() confined to a root (RESOLVE_IN_ROOT, RESOLVE_BENEATH) refuses a
+// ".." with EAGAIN when a rename anywhere on the system may have raced it;
+// the answer is to ask again.
+int openat2Confined(int dirfd, const char* path, std::uint64_t flags, std::uint64_t resolve) {
+  int fd = -1;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    fd = abi::openat2(dirfd, path, flags, resolve);
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
+  return fd;
+}
+
+std::string join(std::string_view dir, std::string_view name) {
+  std::string out(dir);
+  if (out.empty() || out.back() != '/') out += '/';
+  out += name;
+  return out;
+}
+
+// `path` relative to `root` (path within root); "" for root itself.
+std::string_view relativeTo(std::string_view path, std::string_view root) {
+  if (path.size() == root.size()) return {};
+  return root == "/" ? path.substr(1) : path.substr(root.size() + 1);
+}
+
+// Everything the call does with the child's identity: its umask for modes,
+// and no capability (a supervisor running as root still decides nothing by
+// its own privilege: the child has none). Per thread: the file-system
+// attributes (umask) are unshared from the rest of the supervisor once.
+class ActingAsChild {
+ public:
+  explicit ActingAsChild(std::optional<mode_t> umaskOfChild) {
+    static thread_local bool ownFs = ::unshare(CLONE_FS) == 0;
+    if (umaskOfChild && ownFs) savedUmask_ = ::umask(*umaskOfChild);
+    // The supervisor's capabilities do not change: read once per thread.
+    static thread_local const Capabilities mine = [] {
+      Capabilities c;
+      c.header.version = _LINUX_CAPABILITY_VERSION_3;
+      if (::syscall(SYS_capget, &c.header, c.data) != 0) c.data[0].effective = c.data[1].effective = 0;
+      return c;
+    }();
+    mine_ = &mine;
+    if ((mine.data[0].effective | mine.data[1].effective) != 0) {
+      Capabilities none = mine;
+      none.data[0].effective = none.data[1].effective = 0;
+      dropped_ = ::syscall(SYS_capset, &none.header, none.data) == 0;
+    }
+  }
+  ~ActingAsChild() {
+    if (dropped_) {
+      Capabilities restore = *mine_;
+      ::syscall(SYS_capset, &restore.header, restore.data);
+    }
+    if (savedUmask_) ::umask(*savedUmask_);
+  }
+  ActingAsChild(const ActingAsChild&) = delete;
+  ActingAsChild& operator=(const ActingAsChild&) = delete;
+
+ private:
+  struct Capabilities {
+    __user_cap_header_struct header{};
+    __user_cap_data_struct data[2]{};
+  };
+  const Capabilities* mine_ = nullptr;
+  bool dropped_ = false;
+  std::optional<mode_t> savedUmask_;
+};
+
+}  // namespace
+
+// --- a name in a writable tree, opened on the host side ------------------
+
+namespace {
+
+struct Place {
+  std::size_t tree = 0;
+  // The parent directory, O_PATH, host side: `held`, or the tree's own
+  // descriptor (borrowed) when the name is directly in the tree; none for a
+  // tree's root.
+  struct Parent {
+    UniqueFd held;
+    int fd = -1;
+    int get() const { return fd; }
+    explicit operator bool() const { return fd >= 0; }
+  } parent;
+  int treeFd = -1;   // the tree's descriptor (borrowed)
+  std::string name;  // the last component; empty for a tree's root
+  std::string path;  // in the child's view (the host's too: trees are bound where they are)
+  ObjectKind kind = ObjectKind::kNone;
+  struct stat st {};
+  bool trailingSlash = false;  // spelt "name/": only a directory may be there, or be made
+
+  bool isRoot() const { return !parent; }
+  bool exists() const { return kind != ObjectKind::kNone; }
+  // An O_PATH descriptor of the object at the name, not following a symlink.
+  UniqueFd object() const {
+    if (isRoot()) return UniqueFd(::fcntl(treeFd, F_DUPFD_CLOEXEC, 0));
+    return UniqueFd(::openat(parent.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  }
+};
+
+enum class Found { kPlace, kNotBrokered, kError, kGone };
+
+struct Resolution {
+  Found found = Found::kNotBrokered;
+  int error = 0;
+  Place place;
+};
+
+Resolution notBrokered() { return {}; }
+Resolution errorOf(int e) { return {Found::kError, e, {}}; }
+
+// How a path argument names its object.
+struct Name {
+  int dirfd = AT_FDCWD;
+  std::optional<std::string> path;  // nullopt: the object is `dirfd` itself (fchmod, AT_EMPTY_PATH)
+  bool follow = false;              // a symlink at the name is followed
+  // A last component "." or ".." names the directory itself (chmod, utimes,
+  // O_TMPFILE); for calls that make or remove names it is the kernel's error.
+  bool dotIsObject = false;
+};
+
+// The spellings of "the caller's own descriptor N" the kernel resolves as
+// magic links, which the broker cannot follow from outside the sandbox's pid
+// namespace: "/proc/self/fd/N", "/proc/thread-self/fd/N", "/dev/fd/N",
+// "/dev/stdin" ... Sets `fd` and `rest` (what follows, "" or "/...").
+bool ownDescriptor(std::string_view path, int& fd, std::string_view& rest) {
+  for (auto [name, number] : {std::pair<std::string_view, int>{"/dev/stdin", 0}, {"/dev/stdout", 1}, {"/dev/stderr", 2}})
+    if (path == name) {
+      fd = number;
+      rest = {};
+      return true;
+    }
+  for (std::string_view prefix : {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"}) {
+    if (!path.starts_with(prefix)) continue;
+    std::string_view digits = path.substr(prefix.size());
+    std::size_t n = 0;
+    while (n < digits.size() && n < 9 && digits[n] >= '0' && digits[n] <= '9') ++n;
+    if (n == 0 || (n < digits.size() && digits[n] != '/')) return false;
+    fd = std::atoi(std::string(digits.substr(0, n)).c_str());
+    rest = digits.substr(n);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The call being answered: its arguments, the child's memory and view.
+class BrokeredCallHandler {
+ public:
+  BrokeredCallHandler(const WriteBroker& broker, int listener, const seccomp_notif& n, const BrokeredCall& spec)
+      : b_(broker), listener_(listener), n_(n), spec_(spec), tid_(static_cast<pid_t>(n.pid)) {}
+
+  WriteBroker::Answer run();
+
+ private:
+  using Answer = WriteBroker::Answer;
+
+  std::uint64_t arg(std::int8_t i) const { return i < 0 ? 0 : n_.data.args[i]; }
+  int intArg(std::int8_t i) const { return static_cast<int>(static_cast<std::int32_t>(arg(i))); }
+  bool valid() const {
+    std::uint64_t id = n_.id;
+    return ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+  }
+
+  // --- the child's memory -------------------------------------------------
+  enum class Read { kOk, kFault, kTooLong, kGone };
+  Read readBytes(std::uint64_t address, void* out, std::size_t size) const;
+  Read readString(std::uint64_t address, std::size_t max, std::string& out) const;
+  std::optional<std::string> procLink(const std::string& what) const;
+  std::optional<mode_t> childUmask() const;
+
+  // --- resolution ------------------------------------------------------------
+  Resolution resolve(const Name& name) const;
+  Resolution resolveObject(int fd) const;
+  // True for a descriptor the broker handed out: its file is on the host's
+  // mount of a tree, not the sandbox's read-only view of it.
+  bool issuedByBroker(int fd) const;
+  Resolution place(std::string_view parentPath, std::string_view last, bool trailingSlash, bool follow,
+                   int depth) const;
+  // `target`: absolute and lexically normal, in tree `tree`.
+  Resolution hostPlace(std::size_t tree, const std::string& target) const;
+
+  // The decision, with what the broker finds in the directories it depends on.
+  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt) const;
+  policy::GitDirContents gitDirContents(const std::string& dir) const;
+
+  // --- answers -------------------------------------------------------------
+  static Answer cont() { return Answer{Answer::Kind::kContinue}; }
+  static Answer value(long long v) { return Answer{Answer::Kind::kValue, v}; }
+  static Answer error(int e) { return Answer{Answer::Kind::kError, 0, e}; }
+  static Answer result(long rc) { return rc < 0 ? error(errno) : value(rc); }
+  static Answer goneAnswer() { return Answer{Answer::Kind::kGone}; }
+  // The answer for a resolution that is not a place.
+  static Answer notAPlace(const Resolution& r) {
+    switch (r.found) {
+      case Found::kError: return error(r.error);
+      case Found::kGone: return goneAnswer();
+      default: return cont();
+    }
+  }
+  // kRefuse/kFail: the answer, and the denial to audit.
+  Answer verdictAnswer(const WriteVerdict& v, const std::string& operation, const std::string& given,
+                       const std::string& given2) const;
+
+  // Reads a path argument: nullopt with `answer` set when it cannot be read.
+  std::optional<Name> pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow, Answer& answer,
+                              bool emptyIsObject = false, bool dotIsObject = false) const;
+
+  Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
+  // openat2()'s resolve restrictions: the walk to the parent done as the
+  // child asked (from its dirfd, with its flags), then placed as usual.
+  Resolution resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const;
+  Answer openHow();
+  Answer mknod(bool directory);
+  Answer symlink();
+  Answer link();
+  Answer rename();
+  Answer unlink(bool directory);
+  Answer truncate();
+  Answer metadata();
+  Answer access();
+
+  const WriteBroker& b_;
+  int listener_;
+  const seccomp_notif& n_;
+  const BrokeredCall& spec_;
+  pid_t tid_;
+};
+
+BrokeredCallHandler::Read BrokeredCallHandler::readBytes(std::uint64_t address, void* out, std::size_t size) const {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
+  if (!valid()) return Read::kGone;
+  return n == static_cast<ssize_t>(size) ? Read::kOk : Read::kFault;
+}
+
+BrokeredCallHandler::Read BrokeredCallHandler::readString(std::uint64_t address, std::size_t max,
+                                                          std::string& out) const {
+  out.clear();
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  char chunk[4096];
+  while (out.size() < max) {
+    // Never across a page boundary: the next page may be unmapped.
+    std::size_t want = std::min({page - (address % page), sizeof chunk, max - out.size()});
+    iovec local{chunk, want};
+    iovec remote{reinterpret_cast<void*>(address), want};
+    ssize_t n = ::process_vm_readv(tid_, &local, 1, &remote, 1, 0);
+    if (n <= 0) return valid() ? Read::kFault : Read::kGone;
+    const char* nul = static_cast<const char*>(std::memchr(chunk, '\0', static_cast<std::size_t>(n)));
+    if (nul) {
+      out.append(chunk, static_cast<std::size_t>(nul - chunk));
+      return valid() ? Read::kOk : Read::kGone;
+    }
+    out.append(chunk, static_cast<std::size_t>(n));
+    address += static_cast<std::uint64_t>(n);
+  }
+  return valid() ? Read::kTooLong : Read::kGone;
+}
+
+std::optional<std::string> BrokeredCallHandler::procLink(const std::string& what) const {
+  char buf[PATH_MAX];
+  std::string link = "/proc/" + std::to_string(tid_) + "/" + what;
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  // Only while the call waits does the tid name the caller.
+  if (!valid() || n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return std::nullopt;
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::optional<mode_t> BrokeredCallHandler::childUmask() const {
+  // Until a program in the sandbox calls umask(2) (trapped: kUmask), every
+  // one has the umask the program started with, read once.
+  const bool changed = b_.umaskChanged_.load();
+  if (int known = b_.startUmask_.load(); !changed && known >= 0) return static_cast<mode_t>(known);
+  UniqueFd status(::open(("/proc/" + std::to_string(tid_) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!status) return std::nullopt;
+  char buf[4096];
+  ssize_t n = ::read(status.get(), buf, sizeof buf - 1);
+  if (n <= 0 || !valid()) return std::nullopt;
+  buf[n] = '\0';
+  const char* at = std::strstr(buf, "\nUmask:");
+  if (!at) return std::nullopt;
+  const auto umask = static_cast<mode_t>(std::strtoul(at + 7, nullptr, 8) & 0777);
+  if (!changed) b_.startUmask_.store(static_cast<int>(umask));
+  return umask;
+}
+
+std::optional<Name> BrokeredCallHandler::pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow,
+                                                 Answer& answer, bool emptyIsObject, bool dotIsObject) const {
+  Name name;
+  name.dirfd = dirfdIndex >= 0 ? intArg(dirfdIndex) : AT_FDCWD;
+  name.follow = follow;
+  name.dotIsObject = dotIsObject;
+  if (pathIndex < 0 || arg(pathIndex) == 0) {
+    if (pathIndex >= 0 && spec_.kind != BrokeredKind::kUtimens) {
+      answer = cont();  // a NULL path: the kernel's EFAULT
+      return std::nullopt;
+    }
+    return name;  // the object is dirfd itself
+  }
+  std::string text;
+  switch (readString(arg(pathIndex), PATH_MAX, text)) {
+    case Read::kOk: break;
+    case Read::kGone: answer = goneAnswer(); return std::nullopt;
+    default: answer = cont(); return std::nullopt;  // EFAULT or ENAMETOOLONG: the kernel's to say
+  }
+  if (text.empty() && emptyIsObject) return name;
+  name.path = std::move(text);
+  return name;
+}
+
+// --- resolution ---------------------------------------------------------------
+
+Resolution BrokeredCallHandler::hostPlace(std::size_t tree, const std::string& target) const {
+  Place p;
+  p.tree = tree;
+  p.treeFd = b_.treeFds_[tree].get();
+  if (p.treeFd < 0) return notBrokered();  // the tree does not exist: nothing in it to write
+  const std::string& root = b_.trees()[tree];
+  p.path = target;
+  if (target == root) {
+    if (::fstat(p.treeFd, &p.st) != 0) return errorOf(errno);
+    p.kind = kindOf(p.st);
+    return {Found::kPlace, 0, std::move(p)};
+  }
+  const std::size_t cut = target.rfind('/');
+  const std::string_view parent = cut == 0 ? std::string_view("/") : std::string_view(target).substr(0, cut);
+  const std::string rel(relativeTo(parent, root));
+  if (rel.empty()) {
+    p.parent.fd = p.treeFd;
+  } else {
+    p.parent.held.reset(openat2Confined(p.treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    p.parent.fd = p.parent.held.get();
+  }
+  if (!p.parent) return notBrokered();  // changed under us: the kernel decides, in the child's view
+  p.name = target.substr(cut + 1);
+  if (::fstatat(p.parent.get(), p.name.c_str(), &p.st, AT_SYMLINK_NOFOLLOW) == 0) {
+    p.kind = S_ISLNK(p.st.st_mode) ? ObjectKind::kOther : kindOf(p.st);
+  } else if (errno != ENOENT) {
+    return errorOf(errno);
+  }
+  return {Found::kPlace, 0, std::move(p)};
+}
+
+Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_view last, bool trailingSlash,
+                                      bool follow, int depth) const {
+  // The fast path: a parent lexically inside a tree, spelt without `.`,
+  // `..` or symlinks, is the tree's own directory.
+  std::optional<Resolution> found;
+  if (auto tree = b_.rules_.treeOf(parentPath)) {
+    std::string_view rel = relativeTo(parentPath, b_.trees()[*tree]);
+    bool plain = true;
+    for (auto part : policy::pathComponents(rel)) plain = plain && part != "." && part != "..";
+    if (plain && policy::lexicallyNormal(parentPath) == parentPath) {
+      Resolution r = hostPlace(*tree, join(parentPath, last));
+      if (r.found == Found::kPlace) found = std::move(r);
+    }
+  }
+  if (!found) {
+    // In the child's view: from its root, as the kernel would walk it.
+    UniqueFd dir(openat2Confined(b_.root_.get(), std::string(parentPath).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                              RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS));
+    if (!dir) return notBrokered();  // ENOENT, ELOOP, a magic link...: the kernel's to say
+    auto real = nameOf(dir.get());
+    if (!real) return notBrokered();
+    std::string target = join(*real, last);
+    auto tree = b_.rules_.treeOf(target);
+    if (!tree) return notBrokered();
+    Resolution r = hostPlace(*tree, target);
+    if (r.found != Found::kPlace) return r;
+    found = std::move(r);
+  }
+  Place& p = found->place;
+  if (!p.isRoot() && (follow || trailingSlash) && p.exists() && S_ISLNK(p.st.st_mode)) {
+    if (depth >= kMaxSymlinks) return errorOf(ELOOP);
+    char target[PATH_MAX];
+    ssize_t n = ::readlinkat(p.parent.get(), p.name.c_str(), target, sizeof target);
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) return notBrokered();
+    std::string next(target, static_cast<std::size_t>(n));
+    if (next.front() != '/') next = join(std::string_view(p.path).substr(0, p.path.size() - p.name.size()), next);
+    std::size_t end = next.find_last_not_of('/');
+    bool slash = trailingSlash || end + 1 != next.size();
+    if (end == std::string::npos) return notBrokered();  // "/": the kernel's
+    next.resize(end + 1);
+    std::size_t cut = next.rfind('/');
+    std::string nextLast = next.substr(cut + 1);
+    if (nextLast == "." || nextLast == "..") return notBrokered();
+    return place(cut == 0 ? "/" : std::string_view(next).substr(0, cut), nextLast, slash, follow, depth + 1);
+  }
+  if (trailingSlash && p.exists() && p.kind != ObjectKind::kDirectory) return errorOf(ENOTDIR);
+  p.trailingSlash = trailingSlash;
+  return std::move(*found);
+}
+
+Resolution BrokeredCallHandler::resolveObject(int fd) const {
+  const std::string held = fd == AT_FDCWD ? std::string("cwd") : "fd/" + std::to_string(fd);
+  auto path = procLink(held);
+  if (!path || path->front() != '/' || path->ends_with(" (deleted)")) return notBrokered();
+  auto tree = b_.rules_.treeOf(*path);
+  if (!tree) return notBrokered();
+  Resolution r = hostPlace(*tree, policy::lexicallyNormal(*path));
+  if (r.found != Found::kPlace) return r;
+  // The name must still be the object the child holds.
+  struct stat st {};
+  if (::stat(("/proc/" + std::to_string(tid_) + "/" + held).c_str(), &st) != 0 || !valid() || !r.place.exists() ||
+      st.st_dev != r.place.st.st_dev || st.st_ino != r.place.st.st_ino)
+    return notBrokered();
+  return r;
+}
+
+bool BrokeredCallHandler::issuedByBroker(int fd) const {
+  const std::string held = "/proc/" + std::to_string(tid_) + "/fd/" + std::to_string(fd);
+  struct statx sx {};
+  return ::statx(AT_FDCWD, held.c_str(), AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &sx) == 0 && valid() &&
+         (sx.stx_mask & STATX_MNT_ID) &&
+         std::find(b_.hostMounts_.begin(), b_.hostMounts_.end(), sx.stx_mnt_id) != b_.hostMounts_.end();
+}
+
+Resolution BrokeredCallHandler::resolve(const Name& name) const {
+  if (!b_.root_) return errorOf(EPERM);  // not attached: fail closed
+  if (!name.path) return resolveObject(name.dirfd);
+  const std::string& given = *name.path;
+  if (given.empty()) return notBrokered();  // ENOENT
+  std::string abs;
+  if (given.front() == '/') {
+    abs = given;
+  } else {
+    auto base = procLink(name.dirfd == AT_FDCWD ? std::string("cwd") : "fd/" + std::to_string(name.dirfd));
+    if (!base || base->front() != '/' || base->ends_with(" (deleted)")) return notBrokered();
+    abs = join(*base, given);
+  }
+  int fd = -1;
+  std::string_view rest;
+  if (ownDescriptor(abs, fd, rest)) {
+    // The object behind the caller's descriptor, by the name it has now.
+    if (rest.empty() && !name.follow) return notBrokered();  // the magic link itself
+    auto held = procLink("fd/" + std::to_string(fd));
+    if (!held || held->front() != '/' || held->ends_with(" (deleted)")) return notBrokered();
+    abs = *held + std::string(rest);
+  }
+  std::size_t end = abs.find_last_not_of('/');
+  if (end == std::string::npos) return notBrokered();  // "/" itself
+  bool trailingSlash = end + 1 != abs.size();
+  abs.resize(end + 1);
+  std::size_t cut = abs.rfind('/');
+  std::string last = abs.substr(cut + 1);
+  if (last == "." || last == "..") {
+    if (!name.dotIsObject) return notBrokered();
+    UniqueFd dir(openat2Confined(b_.root_.get(), abs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                              RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS));
+    auto real = dir ? nameOf(dir.get()) : std::nullopt;
+    if (!real) return notBrokered();
+    auto tree = b_.rules_.treeOf(*real);
+    if (!tree) return notBrokered();
+    return hostPlace(*tree, *real);
+  }
+  // Collapse duplicate slashes so the fast path sees a plain spelling.
+  std::string parent = cut == 0 ? "/" : abs.substr(0, cut);
+  std::string collapsed;
+  for (char c : parent)
+    if (c != '/' || collapsed.empty() || collapsed.back() != '/') collapsed += c;
+  if (collapsed.size() > 1 && collapsed.back() == '/') collapsed.pop_back();
+  return place(collapsed, last, trailingSlash, name.follow, 0);
+}
+
+policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir) const {
+  policy::GitDirContents c;
+  auto tree = b_.rules_.treeOf(dir);
+  if (!tree || b_.treeFds_[*tree].get() < 0) return c;
+  const int treeFd = b_.treeFds_[*tree].get();
+  std::string rel(relativeTo(dir, b_.trees()[*tree]));
+  UniqueFd held(rel.empty() ? ::fcntl(treeFd, F_DUPFD_CLOEXEC, 0)
+                            : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  if (!held) return c;
+  auto has = [&](const char* name, bool directory) {
+    struct stat st;
+    return ::fstatat(held.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (!directory || S_ISDIR(st.st_mode));
+  };
+  c.head = has("HEAD", false);
+  c.objects = has("objects", true);
+  c.refs = has("refs", true);
+  c.commondir = has("commondir", false);
+  for (const char* name : {"config", "config.worktree", "hooks", "info"}) c.configuration = c.configuration || has(name, false);
+  return c;
+}
+
+WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects,
+                                         std::optional<std::uint32_t> mode) const {
+  std::map<std::string, policy::GitDirContents> contents;
+  for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir));
+  return b_.rules_.decide(effects, mode, contents);
+}
+
+// --- answers ----------------------------------------------------------------
+
+WriteBroker::Answer BrokeredCallHandler::verdictAnswer(const WriteVerdict& v, const std::string& operation,
+                                                       const std::string& given, const std::string& given2) const {
+  Answer a = error(v.error);
+  if (v.action != WriteVerdict::Action::kRefuse) return a;
+  SeccompDenial d;
+  d.pid = tid_;
+  d.syscall = spec_.syscall;
+  std::copy(std::begin(n_.data.args), std::end(n_.data.args), d.args.begin());
+  d.error = v.error;
+  d.operation = operation;
+  d.path = given;
+  d.path2 = given2;
+  d.resolvedPath = v.path;
+  d.rule = v.rule;
+  d.reason = v.reason;
+  a.denial = std::move(d);
+  return a;
+}
+
+WriteBroker::Answer BrokeredCallHandler::run() {
+  switch (spec_.kind) {
+    case BrokeredKind::kOpen: {
+      std::uint64_t flags = (spec_.args.flags >= 0 ? arg(spec_.args.flags) : 0) | spec_.impliedFlags;
+      return open(flags & 0xffffffffULL, spec_.args.mode >= 0 ? arg(spec_.args.mode) : 0, false);
+    }
+    case BrokeredKind::kOpenHow: return openHow();
+    case BrokeredKind::kMkdir: return mknod(true);
+    case BrokeredKind::kMknod: return mknod(false);
+    case BrokeredKind::kSymlink: return symlink();
+    case BrokeredKind::kLink: return link();
+    case BrokeredKind::kRename: return rename();
+    case BrokeredKind::kUnlink: return unlink((intArg(spec_.args.flags) & AT_REMOVEDIR) != 0);
+    case BrokeredKind::kRmdir: return unlink(true);
+    case BrokeredKind::kTruncate: return truncate();
+    case BrokeredKind::kChmod:
+    case BrokeredKind::kChown:
+    case BrokeredKind::kUtime:
+    case BrokeredKind::kUtimes:
+    case BrokeredKind::kUtimens:
+    case BrokeredKind::kSetXattr:
+    case BrokeredKind::kSetXattrArgs:
+    case BrokeredKind::kRemoveXattr: return metadata();
+    case BrokeredKind::kAccess: return access();
+    case BrokeredKind::kUmask:
+      b_.umaskChanged_.store(true);  // from now on, each create reads its caller's
+      return cont();
+  }
+  return error(EPERM);
+}
+
+Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const {
+  if (!b_.root_) return errorOf(EPERM);
+  if (!name.path || name.path->empty()) return notBrokered();
+  const std::string& given = *name.path;
+  const bool confined = resolveFlags & (RESOLVE_BENEATH | RESOLVE_IN_ROOT);
+  // Where the walk starts: the child's dirfd (or cwd); an absolute path
+  // that is not confined to it starts at the child's root.
+  UniqueFd start;
+  std::uint64_t walk = resolveFlags | RESOLVE_NO_MAGICLINKS;
+  if (given.front() == '/' && !confined) {
+    start.reset(::fcntl(b_.root_.get(), F_DUPFD_CLOEXEC, 0));
+    walk |= RESOLVE_IN_ROOT;
+  } else {
+    const std::string held = "/proc/" + std::to_string(tid_) +
+                             (name.dirfd == AT_FDCWD ? std::string("/cwd") : "/fd/" + std::to_string(name.dirfd));
+    start.reset(::open(held.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!valid()) return {Found::kGone, 0, {}};
+  }
+  if (!start) return notBrokered();  // EBADF, ENOTDIR: the kernel's
+  std::string path = given;
+  std::size_t end = path.find_last_not_of('/');
+  if (end == std::string::npos) return notBrokered();
+  const bool trailingSlash = end + 1 != path.size();
+  path.resize(end + 1);
+  const std::size_t cut = path.rfind('/');
+  const std::string last = cut == std::string::npos ? path : path.substr(cut + 1);
+  const std::string parent = cut == std::string::npos ? "." : cut == 0 ? "/" : path.substr(0, cut);
+  if (last == "." || last == "..") return notBrokered();
+  UniqueFd dir(openat2Confined(start.get(), parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, walk));
+  if (!dir) return errorOf(errno);  // the walk as the child asked it: its answer
+  auto real = nameOf(dir.get());
+  if (!real) return notBrokered();
+  // The last component: a symlink there is refused with RESOLVE_NO_SYMLINKS
+  // (O_NOFOLLOW's ELOOP); followed, confined to the dirfd, it is the kernel's.
+  followFinal = followFinal && !(resolveFlags & RESOLVE_NO_SYMLINKS);
+  Resolution r = place(*real, last, trailingSlash, followFinal && !confined, 0);
+  if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode))
+    return notBrokered();
+  return r;
+}
+
+WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t mode, bool strict,
+                                              std::uint64_t resolveFlags) {
+  // O_PATH ignores every other flag: nothing is written.
+  if (flags & O_PATH) return cont();
+  if (strict && ((flags & ~kValidOpenFlags) || (mode & ~07777ULL) ||
+                 (mode && !(flags & (O_CREAT | kTmpfileBit)))))
+    return error(EINVAL);  // openat2 refuses what open() ignores
+  const bool tmpfile = (flags & kTmpfileBit) != 0;
+  const bool create = (flags & O_CREAT) && !tmpfile;
+  const bool exclusive = create && (flags & O_EXCL);
+  Answer answer;
+  // O_TMPFILE names the directory; O_CREAT|O_EXCL never follows; O_NOFOLLOW refuses a symlink.
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, tmpfile || (!exclusive && !(flags & O_NOFOLLOW)), answer,
+                      false, tmpfile);
+  if (!name) return answer;
+  bool follow = name->follow;
+  Resolution r = resolveFlags ? resolveRestricted(*name, resolveFlags, follow) : resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile;
+  std::vector<WriteEffect> effects;
+  std::string operation;
+  std::optional<std::uint32_t> setMode;
+  if (tmpfile) {
+    if (!p.exists()) return error(ENOENT);
+    if (p.kind != ObjectKind::kDirectory) return error(ENOTDIR);
+    effects.push_back({Effect::kModify, p.path, ObjectKind::kDirectory});
+    operation = "create (O_TMPFILE)";
+    setMode = static_cast<std::uint32_t>(mode);
+  } else if (!p.exists()) {
+    if (!create) return error(ENOENT);
+    if (p.trailingSlash) return cont();  // "f/" names a directory: the kernel's EISDIR
+    effects.push_back({Effect::kCreate, p.path, ObjectKind::kOther});
+    operation = "create";
+    setMode = static_cast<std::uint32_t>(mode);
+  } else {
+    if (exclusive) return error(EEXIST);
+    if (!writes) {
+      // O_RDONLY|O_CREAT of an existing file reads it: the child's own view can.
+      return cont();
+    }
+    effects.push_back({Effect::kModify, p.path, p.kind});
+    operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
+  }
+  WriteVerdict v = decide(effects, setMode);
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, operation, name->path.value_or(""), "");
+
+  // A FIFO or device must not block the supervisor: opened non-blocking,
+  // then given back blocking as asked (the open file is the same).
+  const bool special = p.exists() && !S_ISREG(p.st.st_mode) && !S_ISDIR(p.st.st_mode) && !S_ISLNK(p.st.st_mode);
+  int ours = static_cast<int>((flags & ~static_cast<std::uint64_t>(O_CLOEXEC)) | O_CLOEXEC | O_NOFOLLOW);
+  if (special) ours |= O_NONBLOCK;
+  UniqueFd fd;
+  {
+    ActingAsChild as(create || tmpfile ? childUmask() : std::nullopt);
+    if (tmpfile) {
+      // The path names the directory the unnamed file goes in.
+      fd.reset(p.isRoot() ? ::openat(p.treeFd, ".", ours & ~O_NOFOLLOW, static_cast<mode_t>(mode))
+                          : ::openat(p.parent.get(), p.name.c_str(), ours & ~O_NOFOLLOW, static_cast<mode_t>(mode)));
+    } else if (p.isRoot()) {
+      // A tree that is a file: reopened through its descriptor.
+      fd.reset(::open(selfFd(p.treeFd).c_str(), ours & ~(O_NOFOLLOW | O_CREAT | O_EXCL), 0));
+    } else {
+      fd.reset(::openat(p.parent.get(), p.name.c_str(), ours, static_cast<mode_t>(mode)));
+    }
+  }
+  if (!fd) return error(errno);
+  if (special && !(flags & O_NONBLOCK)) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  Answer a{Answer::Kind::kFd};
+  a.fd = std::move(fd);
+  a.cloexec = (flags & O_CLOEXEC) != 0;
+  return a;
+}
+
+WriteBroker::Answer BrokeredCallHandler::openHow() {
+  std::uint64_t size = arg(spec_.args.extra[1]);
+  if (size < sizeof(open_how) || size > 4096) return cont();  // EINVAL / E2BIG: the kernel's
+  open_how how{};
+  switch (readBytes(arg(spec_.args.extra[0]), &how, sizeof how)) {
+    case Read::kOk: break;
+    case Read::kGone: return goneAnswer();
+    default: return cont();
+  }
+  // Read-only opens stay the kernel's, and so do resolve flags it may add
+  // later (EINVAL today) or RESOLVE_CACHED's EAGAIN.
+  const bool writes = (how.flags & (O_ACCMODE | O_CREAT | O_TRUNC | kTmpfileBit)) != 0;
+  constexpr std::uint64_t kKnownResolve =
+      RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  if (!writes || (how.resolve & ~kKnownResolve) || size != sizeof how) return cont();
+  return open(how.flags, how.mode, true, how.resolve);
+}
+
+WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
+  if (!name) return answer;
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  if (p.exists() || p.isRoot()) return error(EEXIST);
+  if (p.trailingSlash && !directory) return cont();  // the kernel's ENOENT
+  const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
+  WriteVerdict v = decide({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
+                                    directory ? std::nullopt : std::optional<std::uint32_t>(mode));
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform)
+    return verdictAnswer(v, directory ? "mkdir" : "mknod", *name->path, "");
+  ActingAsChild as(childUmask());
+  if (directory) return result(::mkdirat(p.parent.get(), p.name.c_str(), mode));
+  return result(::mknodat(p.parent.get(), p.name.c_str(), mode, static_cast<dev_t>(arg(spec_.args.extra[0]))));
+}
+
+WriteBroker::Answer BrokeredCallHandler::symlink() {
+  std::string target;
+  switch (readString(arg(spec_.args.extra[0]), PATH_MAX, target)) {
+    case Read::kOk: break;
+    case Read::kGone: return goneAnswer();
+    default: return cont();
+  }
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
+  if (!name) return answer;
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  if (p.exists() || p.isRoot()) return error(EEXIST);
+  if (target.empty()) return error(ENOENT);
+  if (p.trailingSlash) return cont();  // the kernel's ENOENT
+  WriteVerdict v = decide({{Effect::kCreate, p.path, ObjectKind::kOther}});
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "symlink", *name->path, target);
+  ActingAsChild as(std::nullopt);
+  return result(::symlinkat(target.c_str(), p.parent.get(), p.name.c_str()));
+}
+
+WriteBroker::Answer BrokeredCallHandler::link() {
+  const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
+  if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) return error(EINVAL);
+  Answer answer;
+  auto from = pathArg(spec_.args.dirfd, spec_.args.path, (flags & AT_SYMLINK_FOLLOW) != 0, answer,
+                      (flags & AT_EMPTY_PATH) != 0);
+  if (!from) return answer;
+  auto to = pathArg(spec_.args.dirfd2, spec_.args.path2, false, answer);
+  if (!to) return answer;
+  int own = -1;
+  std::string_view rest;
+  if (from->path && (flags & AT_SYMLINK_FOLLOW) && ownDescriptor(*from->path, own, rest) && rest.empty()) {
+    // linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW): the descriptor's object,
+    // as with AT_EMPTY_PATH (how an O_TMPFILE file gets its name).
+    from->path.reset();
+    from->dirfd = own;
+  }
+  Resolution target = resolve(*to);
+  if (target.found != Found::kPlace) return notAPlace(target);
+  Place& dst = target.place;
+  // The source: a name, or (AT_EMPTY_PATH) the descriptor's object -- an
+  // O_TMPFILE file getting its first name has no name to decide on.
+  UniqueFd object;
+  std::vector<WriteEffect> effects;
+  std::string sourcePath;
+  if (!from->path) {
+    std::string held = "/proc/" + std::to_string(tid_) + "/fd/" + std::to_string(from->dirfd);
+    object.reset(::open(held.c_str(), O_PATH | O_CLOEXEC));
+    if (!valid()) return goneAnswer();
+    if (!object) return cont();  // EBADF: the kernel's
+    struct stat st {};
+    if (::fstat(object.get(), &st) != 0) return error(errno);
+    if (S_ISDIR(st.st_mode)) return error(EPERM);
+    auto name = nameOf(object.get());
+    if (st.st_nlink > 0 && name) {
+      sourcePath = *name;
+      effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
+    }
+    effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
+  } else {
+    Resolution source = resolve(*from);
+    if (source.found != Found::kPlace) {
+      // A source outside every tree: another mount in the sandbox.
+      return source.found == Found::kNotBrokered ? error(EXDEV) : notAPlace(source);
+    }
+    if (!source.place.exists()) return error(ENOENT);
+    if (source.place.kind == ObjectKind::kDirectory) return error(EPERM);
+    object = source.place.object();
+    if (!object) return error(errno);
+    sourcePath = source.place.path;
+    effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
+    effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
+  }
+  if (dst.exists() || dst.isRoot()) return error(EEXIST);
+  if (dst.trailingSlash) return cont();  // the kernel's ENOENT
+  WriteVerdict v = decide(effects);
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform)
+    return verdictAnswer(v, "link", from->path.value_or(sourcePath), *to->path);
+  ActingAsChild as(std::nullopt);
+  return result(::linkat(AT_FDCWD, selfFd(object.get()).c_str(), dst.parent.get(), dst.name.c_str(), AT_SYMLINK_FOLLOW));
+}
+
+WriteBroker::Answer BrokeredCallHandler::rename() {
+  const unsigned flags = spec_.args.flags >= 0 ? static_cast<unsigned>(arg(spec_.args.flags)) : 0;
+  Answer answer;
+  auto from = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
+  if (!from) return answer;
+  auto to = pathArg(spec_.args.dirfd2, spec_.args.path2, false, answer);
+  if (!to) return answer;
+  Resolution a = resolve(*from);
+  Resolution bRes = resolve(*to);
+  if (a.found == Found::kGone || bRes.found == Found::kGone) return goneAnswer();
+  if (a.found == Found::kError) return error(a.error);
+  if (bRes.found == Found::kError) return error(bRes.error);
+  if (a.found != Found::kPlace && bRes.found != Found::kPlace) return cont();
+  if (a.found != Found::kPlace || bRes.found != Found::kPlace) return error(EXDEV);  // one is on another mount
+  Place& src = a.place;
+  Place& dst = bRes.place;
+  if (!src.exists()) return error(ENOENT);
+  std::vector<WriteEffect> effects = {{Effect::kMoveOut, src.path, src.kind}, {Effect::kMoveIn, dst.path, src.kind}};
+  if (flags & RENAME_EXCHANGE) {
+    if (!dst.exists()) return error(ENOENT);
+    effects.push_back({Effect::kMoveOut, dst.path, dst.kind});
+    effects.push_back({Effect::kMoveIn, src.path, dst.kind});
+  } else if (dst.exists()) {
+    effects.push_back({Effect::kRemove, dst.path, dst.kind});
+  }
+  WriteVerdict v = decide(effects);
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform)
+    return verdictAnswer(v, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path);
+  if (src.isRoot() || dst.isRoot()) return error(EBUSY);
+  ActingAsChild as(std::nullopt);
+  return result(::syscall(SYS_renameat2, src.parent.get(), src.name.c_str(), dst.parent.get(), dst.name.c_str(), flags));
+}
+
+WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
+  const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
+  if (flags & ~AT_REMOVEDIR) return error(EINVAL);
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
+  if (!name) return answer;
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  if (!p.exists()) return error(ENOENT);
+  WriteVerdict v = decide({{Effect::kRemove, p.path, p.kind}});
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, directory ? "rmdir" : "unlink", *name->path, "");
+  if (p.isRoot()) return error(EBUSY);
+  ActingAsChild as(std::nullopt);
+  return result(::unlinkat(p.parent.get(), p.name.c_str(), directory ? AT_REMOVEDIR : 0));
+}
+
+WriteBroker::Answer BrokeredCallHandler::truncate() {
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, true, answer, false, true);
+  if (!name) return answer;
+  const auto length = static_cast<std::int64_t>(arg(spec_.args.extra[0]));
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  if (!p.exists()) return error(ENOENT);
+  if (p.kind == ObjectKind::kDirectory) return error(EISDIR);
+  if (!S_ISREG(p.st.st_mode)) return error(EINVAL);
+  if (length < 0) return error(EINVAL);
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "truncate", *name->path, "");
+  // The program's RLIMIT_FSIZE, which the broker does not run under.
+  if (b_.fileSizeLimit() && static_cast<std::uint64_t>(length) > b_.fileSizeLimit()) return error(EFBIG);
+  ActingAsChild as(std::nullopt);
+  UniqueFd object = p.object();
+  UniqueFd fd(object ? ::open(selfFd(object.get()).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC) : -1);
+  if (!fd) return error(errno);
+  return result(::ftruncate(fd.get(), length));
+}
+
+WriteBroker::Answer BrokeredCallHandler::metadata() {
+  const BrokeredKind kind = spec_.kind;
+  int atFlags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
+  atFlags |= static_cast<int>(spec_.impliedFlags);
+  const bool emptyIsObject = (atFlags & AT_EMPTY_PATH) != 0;
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, !(atFlags & AT_SYMLINK_NOFOLLOW), answer, emptyIsObject, true);
+  if (!name) return answer;
+
+  // What the call sets, read before anything is decided.
+  std::string xattrName;
+  std::vector<unsigned char> xattrValue;
+  int xattrFlags = 0;
+  timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+  if (kind == BrokeredKind::kSetXattr || kind == BrokeredKind::kSetXattrArgs || kind == BrokeredKind::kRemoveXattr) {
+    switch (readString(arg(spec_.args.extra[0]), XATTR_NAME_MAX + 1, xattrName)) {
+      case Read::kOk: break;
+      case Read::kGone: return goneAnswer();
+      default: return cont();  // EFAULT, ERANGE: the kernel's
+    }
+    std::uint64_t valueAt = 0, size = 0;
+    if (kind == BrokeredKind::kSetXattr) {
+      valueAt = arg(spec_.args.extra[1]);
+      size = arg(spec_.args.extra[2]);
+      xattrFlags = intArg(spec_.args.extra[3]);
+    } else if (kind == BrokeredKind::kSetXattrArgs) {
+      if (arg(spec_.args.extra[2]) != sizeof(abi::XattrArgs)) return cont();
+      abi::XattrArgs args{};
+      switch (readBytes(arg(spec_.args.extra[1]), &args, sizeof args)) {
+        case Read::kOk: break;
+        case Read::kGone: return goneAnswer();
+        default: return cont();
+      }
+      valueAt = args.value;
+      size = args.size;
+      xattrFlags = static_cast<int>(args.flags);
+    }
+    if (size > XATTR_SIZE_MAX) return error(E2BIG);
+    xattrValue.resize(size);
+    if (size) {
+      switch (readBytes(valueAt, xattrValue.data(), size)) {
+        case Read::kOk: break;
+        case Read::kGone: return goneAnswer();
+        default: return cont();
+      }
+    }
+  } else if (kind == BrokeredKind::kUtime || kind == BrokeredKind::kUtimes || kind == BrokeredKind::kUtimens) {
+    std::uint64_t at = arg(spec_.args.extra[0]);
+    if (at != 0) {
+      Read read = Read::kOk;
+      if (kind == BrokeredKind::kUtime) {
+        utimbuf u{};
+        read = readBytes(at, &u, sizeof u);
+        times[0] = {u.actime, 0};
+        times[1] = {u.modtime, 0};
+      } else if (kind == BrokeredKind::kUtimes) {
+        timeval tv[2]{};
+        read = readBytes(at, tv, sizeof tv);
+        for (int i = 0; i < 2; ++i) {
+          if (tv[i].tv_usec < 0 || tv[i].tv_usec >= 1000000) return error(EINVAL);
+          times[i] = {tv[i].tv_sec, tv[i].tv_usec * 1000};
+        }
+      } else {
+        read = readBytes(at, times, sizeof times);
+      }
+      if (read == Read::kGone) return goneAnswer();
+      if (read != Read::kOk) return cont();
+    }
+  }
+
+  std::optional<std::uint32_t> mode;
+  if (kind == BrokeredKind::kChmod) mode = static_cast<std::uint32_t>(arg(spec_.args.mode));
+  if (!name->path && name->dirfd != AT_FDCWD) {
+    // A descriptor the broker opened (tar's and cp's fchmod, fchown,
+    // futimens): decided by its name, done by the kernel on the file the
+    // child holds -- swapping the descriptor meanwhile reaches only a file
+    // the child's own view keeps read-only, or another one the broker opened.
+    // Such a file was not protected when the broker opened it, and no
+    // brokered call can make it so (a rename or link to a protected name,
+    // or a git directory made around it, is refused).
+    if (issuedByBroker(name->dirfd)) return cont();
+  }
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  if (!p.exists()) return error(ENOENT);
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}}, mode);
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform)
+    return verdictAnswer(v, brokeredKindName(kind), name->path.value_or(""), "");
+
+  ActingAsChild as(std::nullopt);
+  UniqueFd object = p.object();
+  if (!object) return error(errno);
+  const bool symlink = S_ISLNK(p.st.st_mode);
+  switch (kind) {
+    case BrokeredKind::kChmod:
+      if (symlink) return error(EOPNOTSUPP);
+      return result(::chmod(selfFd(object.get()).c_str(), static_cast<mode_t>(*mode & 07777)));
+    case BrokeredKind::kChown:
+      return result(::fchownat(object.get(), "", static_cast<uid_t>(arg(spec_.args.extra[0])),
+                               static_cast<gid_t>(arg(spec_.args.extra[1])), AT_EMPTY_PATH));
+    case BrokeredKind::kUtime:
+    case BrokeredKind::kUtimes:
+    case BrokeredKind::kUtimens:
+      return result(::utimensat(object.get(), "", times, AT_EMPTY_PATH));
+    case BrokeredKind::kSetXattr:
+    case BrokeredKind::kSetXattrArgs:
+      if (symlink) return error(EPERM);
+      return result(::setxattr(selfFd(object.get()).c_str(), xattrName.c_str(), xattrValue.data(), xattrValue.size(),
+                               xattrFlags));
+    case BrokeredKind::kRemoveXattr:
+      if (symlink) return error(EPERM);
+      return result(::removexattr(selfFd(object.get()).c_str(), xattrName.c_str()));
+    default: return error(EPERM);
+  }
+}
+
+WriteBroker::Answer BrokeredCallHandler::access() {
+  const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
+  const int mode = intArg(spec_.args.mode);
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, !(flags & AT_SYMLINK_NOFOLLOW), answer,
+                      (flags & AT_EMPTY_PATH) != 0, true);
+  if (!name) return answer;
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  Place& p = r.place;
+  if (!p.exists()) return error(ENOENT);
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  // A question, not a write: answered as the write would be, not audited.
+  if (v.action != WriteVerdict::Action::kPerform) return error(v.action == WriteVerdict::Action::kRefuse ? v.error : EACCES);
+  ActingAsChild as(std::nullopt);
+  UniqueFd object = p.object();
+  if (!object) return error(errno);
+  return result(::syscall(SYS_faccessat2, object.get(), "", mode, AT_EMPTY_PATH | (flags & AT_EACCESS)));
+}
+
+// --- the broker ---------------------------------------------------------------
+
+WriteBroker::WriteBroker(const DerivedRules& rules, policy::WriteRules writeRules, const SeccompOptions& options)
+    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes) {
+  for (const auto& rule : seccompRules(options)) {
+    int nr = seccompSyscallNumber(rule.syscall);
+    if (nr < 0) continue;
+    if (!rule.brokered && rule.viaSupervisor) rows_[nr].denials.push_back(rule);
+  }
+  for (const auto& call : brokeredCalls()) {
+    int nr = seccompSyscallNumber(call.syscall);
+    if (nr >= 0) rows_[nr].brokered = &call;
+  }
+}
+
+std::variant<std::shared_ptr<WriteBroker>, std::string> WriteBroker::open(const DerivedRules& rules,
+                                                                           policy::WriteRules writeRules,
+                                                                           const SeccompOptions& options) {
+  std::shared_ptr<WriteBroker> broker(new WriteBroker(rules, std::move(writeRules), options));
+  for (const auto& tree : broker->trees()) {
+    UniqueFd fd(abi::openat2(AT_FDCWD, tree.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                             RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    if (!fd && errno != ENOENT)
+      return "openat2(\"" + tree + "\", O_PATH|O_NOFOLLOW, RESOLVE_NO_SYMLINKS) failed: " + strerrorname_np(errno);
+    struct statx sx {};
+    if (fd && ::statx(fd.get(), "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 && (sx.stx_mask & STATX_MNT_ID))
+      broker->hostMounts_.push_back(sx.stx_mnt_id);
+    broker->treeFds_.push_back(std::move(fd));
+  }
+  return broker;
+}
+
+std::vector<int> WriteBroker::treeFds() const {
+  std::vector<int> out;
+  for (const auto& fd : treeFds_) out.push_back(fd.get());
+  return out;
+}
+
+WriteBroker::Answer WriteBroker::answer(int listener, const seccomp_notif& n) const {
+  const auto* args = reinterpret_cast<const std::uint64_t*>(n.data.args);
+  Answer deny{Answer::Kind::kError, 0, EPERM};
+  SeccompDenial d;
+  d.pid = static_cast<pid_t>(n.pid);
+  const char* name = seccompSyscallName(n.data.nr);
+  d.syscall = name ? name : "syscall " + std::to_string(n.data.nr);
+  std::copy(args, args + 6, d.args.begin());
+  // fallocate() is decided from its registers: the filter hands it over only
+  // under limits.fileSizeBytes (a 0 limit here, which cannot happen, refuses it).
+  if (n.data.nr == SYS_fallocate) {
+    const auto verdict = fileSizeLimit_ == 0 ? AllocationVerdict{false, EPERM}
+                                             : decideFallocate(args[1], args[2], args[3], fileSizeLimit_);
+    if (verdict.allowed) return Answer{Answer::Kind::kContinue};
+    deny.error = verdict.error;
+    deny.denial = std::move(d);
+    return deny;
+  }
+  auto rows = rows_.find(n.data.nr);
+  // The table's EPERM rows come first, whatever else the call would be.
+  if (rows != rows_.end())
+    for (const auto& rule : rows->second.denials)
+      if (seccompMatches(rule, args)) {
+        deny.denial = std::move(d);
+        return deny;
+      }
+  if (rows == rows_.end() || !rows->second.brokered) {
+    deny.denial = std::move(d);  // trapped, yet in no row: fail closed
+    return deny;
+  }
+  return BrokeredCallHandler(*this, listener, n, *rows->second.brokered).run();
+}
+
+}  // namespace stockade::platform

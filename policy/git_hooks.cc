@@ -1,0 +1,272 @@
+#include "policy/git_hooks.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "policy/paths.h"
+
+namespace stockade::policy {
+namespace {
+
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+constexpr int kMaxIncludeDepth = 10;
+constexpr std::size_t kMaxFiles = 64;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// A config file's text, or "" (missing, unreadable, too large, not a file).
+std::string readConfig(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return {};
+  std::string out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::size_t>(st.st_size) <= kMaxConfigBytes) {
+    out.resize(static_cast<std::size_t>(st.st_size));
+    ssize_t n = ::read(fd, out.data(), out.size());
+    out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string dirOf(const std::string& path) {
+  std::size_t cut = path.rfind('/');
+  return cut == 0 || cut == std::string::npos ? "/" : path.substr(0, cut);
+}
+
+// A path from a config value: "~/x" against home, relative against `base`.
+// nullopt for what cannot be placed ("~user/x", "~" without a home).
+std::optional<std::string> placeValue(const std::string& value, const std::string& home, const std::string& base) {
+  if (value.empty()) return std::nullopt;
+  if (value == "~" || value.starts_with("~/")) {
+    if (home.empty() || home.front() != '/') return std::nullopt;
+    return lexicallyNormal(home + value.substr(1));
+  }
+  if (value.front() == '~') return std::nullopt;
+  if (value.front() == '/') return lexicallyNormal(value);
+  if (base.empty()) return std::nullopt;
+  return lexicallyNormal(base + "/" + value);
+}
+
+// A relative value as a name pattern: its components, "." and leading ".."
+// dropped (the pattern holds at any depth, so wherever ".." led is covered).
+std::string asNamePattern(const std::string& value) {
+  std::string out;
+  std::size_t i = 0;
+  bool leading = true;
+  while (i <= value.size()) {
+    std::size_t j = value.find('/', i);
+    if (j == std::string::npos) j = value.size();
+    std::string part = value.substr(i, j - i);
+    i = j + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == ".." && leading) continue;
+    leading = false;
+    if (part == "..") {
+      std::size_t cut = out.rfind('/');
+      out = cut == std::string::npos ? "" : out.substr(0, cut);
+      continue;
+    }
+    out += out.empty() ? part : "/" + part;
+  }
+  return out;
+}
+
+class Reader {
+ public:
+  Reader(std::string home, GitHooksPaths& out) : home_(std::move(home)), out_(out) {}
+
+  // Reads `path` and its includes. `worktree`: where relative values point
+  // ("" for the user's and system configs: they become name patterns).
+  void read(const std::string& path, const std::string& worktree, int depth = 0) {
+    if (depth > kMaxIncludeDepth || files_ >= kMaxFiles) return;
+    ++files_;
+    std::vector<std::string> includes;
+    for (const auto& value : parseHooksPaths(readConfig(path), &includes)) {
+      if (!value.empty() && value.front() != '/' && value.front() != '~' && worktree.empty()) {
+        if (auto name = asNamePattern(value); !name.empty()) out_.names.push_back(name);
+      } else if (auto placed = placeValue(value, home_, worktree)) {
+        out_.paths.push_back(*placed);
+      }
+    }
+    for (const auto& inc : includes)
+      if (auto placed = placeValue(inc, home_, dirOf(path))) read(*placed, worktree, depth + 1);
+  }
+
+ private:
+  std::string home_;
+  GitHooksPaths& out_;
+  std::size_t files_ = 0;
+};
+
+bool isDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The git directory a ".git" file points at ("gitdir: PATH"), or "".
+std::string gitfileTarget(const std::string& gitfile) {
+  std::string text = readConfig(gitfile);
+  if (!text.starts_with("gitdir:")) return {};
+  std::string value = text.substr(7);
+  value.erase(0, value.find_first_not_of(" \t"));
+  value.erase(value.find_last_not_of(" \t\r\n") + 1);
+  if (value.empty()) return {};
+  return value.front() == '/' ? lexicallyNormal(value) : lexicallyNormal(dirOf(gitfile) + "/" + value);
+}
+
+}  // namespace
+
+std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes) {
+  std::vector<std::string> out;
+  std::string section;
+  std::size_t i = 0;
+  const std::size_t n = text.size();
+  auto skipSpace = [&] {
+    while (i < n && isSpace(text[i])) ++i;
+  };
+  auto skipLine = [&] {
+    while (i < n && text[i] != '\n') ++i;
+  };
+  while (i < n) {
+    skipSpace();
+    if (i >= n) break;
+    char c = text[i];
+    if (c == '\n') {
+      ++i;
+      continue;
+    }
+    if (c == '#' || c == ';') {
+      skipLine();
+      continue;
+    }
+    if (c == '[') {
+      // [section], [section "subsection"], [section.subsection]
+      ++i;
+      std::size_t start = i;
+      while (i < n && text[i] != ']' && text[i] != '"' && text[i] != '\n') ++i;
+      std::string name = lower(text.substr(start, i - start));
+      name.erase(name.find_last_not_of(" \t") + 1);
+      if (i < n && text[i] == '"') {
+        ++i;
+        while (i < n && text[i] != '"' && text[i] != '\n') i += (text[i] == '\\' && i + 1 < n) ? 2 : 1;
+        if (i < n && text[i] == '"') ++i;
+        while (i < n && text[i] != ']' && text[i] != '\n') ++i;
+      }
+      if (i >= n || text[i] != ']') {
+        section.clear();  // malformed: nothing in it counts
+        skipLine();
+        continue;
+      }
+      ++i;
+      section = name.substr(0, name.find('.'));
+      continue;  // a key may follow on the same line
+    }
+    // key [= value]
+    std::size_t start = i;
+    while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-')) ++i;
+    std::string key = lower(text.substr(start, i - start));
+    if (key.empty()) {
+      skipLine();
+      continue;
+    }
+    skipSpace();
+    std::string value;
+    if (i < n && text[i] == '=') {
+      ++i;
+      skipSpace();
+      bool quoted = false;
+      std::size_t kept = 0;  // length without trailing unquoted spaces
+      while (i < n) {
+        char v = text[i];
+        if (v == '\n' && !quoted) break;
+        if (v == '\n') break;  // an unterminated quote ends with the line
+        if (!quoted && (v == '#' || v == ';')) {
+          skipLine();
+          break;
+        }
+        ++i;
+        if (v == '"') {
+          quoted = !quoted;
+          kept = value.size();
+          continue;
+        }
+        if (v == '\\' && i < n) {
+          char e = text[i++];
+          if (e == '\n') continue;  // a continued line
+          if (e == '\r' && i < n && text[i] == '\n') {
+            ++i;
+            continue;
+          }
+          value += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'b' ? '\b' : e;
+          kept = value.size();
+          continue;
+        }
+        value += v;
+        if (quoted || !isSpace(v)) kept = value.size();
+      }
+      value.resize(kept);
+    }
+    if (section == "core" && key == "hookspath") out.push_back(value);
+    if ((section == "include" || section == "includeif") && key == "path" && includes) includes->push_back(value);
+    skipLine();
+  }
+  return out;
+}
+
+GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::string>& trees) {
+  GitHooksPaths out;
+  Reader(home, out).read("/etc/gitconfig", "");
+  if (!home.empty() && home.front() == '/') {
+    Reader(home, out).read(home + "/.gitconfig", "");
+    Reader(home, out).read(home + "/.config/git/config", "");
+  }
+  std::vector<std::string> seen;
+  // Directories already looked at from another tree: the walk on from there
+  // was done (trees share most of their ancestors).
+  std::set<std::string> examined;
+  for (const auto& tree : trees) {
+    // The repository that holds the tree: the nearest ".git" at or above it.
+    for (std::string dir = tree;; dir = dirOf(dir)) {
+      if (!examined.insert(dir).second) break;
+      const std::string dotgit = dir == "/" ? "/.git" : dir + "/.git";
+      std::string gitdir;
+      struct stat st;
+      if (::lstat(dotgit.c_str(), &st) == 0) gitdir = S_ISDIR(st.st_mode) ? dotgit : gitfileTarget(dotgit);
+      if (!gitdir.empty() && isDirectory(gitdir)) {
+        if (std::find(seen.begin(), seen.end(), gitdir) == seen.end()) {
+          seen.push_back(gitdir);
+          Reader reader(home, out);
+          reader.read(gitdir + "/config", dir);
+          reader.read(gitdir + "/config.worktree", dir);
+          std::string common = readConfig(gitdir + "/commondir");
+          common.erase(common.find_last_not_of(" \t\r\n") + 1);
+          if (!common.empty())
+            reader.read((common.front() == '/' ? common : gitdir + "/" + common) + "/config", dir);
+        }
+        break;
+      }
+      if (dir == "/") break;
+    }
+  }
+  for (auto* list : {&out.paths, &out.names}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+  return out;
+}
+
+}  // namespace stockade::policy

@@ -1,0 +1,40 @@
+// Where git's configuration sends hooks: every core.hooksPath in the files
+// git reads it from, for derive(). A hooks directory named there is as much a
+// way to run code on the host's next commit as .git/hooks, so it is
+// protected like the names of protected_names.cc.
+//
+// Read (only these, none of them inside a writable tree's contents except
+// the repository that holds the tree): the system config (/etc/gitconfig),
+// the user's (~/.gitconfig, ~/.config/git/config), and, for each writable
+// tree, the config (and config.worktree, and the common directory's config)
+// of the repository that contains the tree -- found by walking up from the
+// tree, as git does from a working directory. Every include.path and
+// includeIf.*.path is followed whatever its condition (bounded). Untrusted
+// bytes: a malformed file yields what could be read, never a crash.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stockade::policy {
+
+struct GitHooksPaths {
+  // Absolute, lexically normal: absolute values, and relative ones of a
+  // repository's own config (relative to its working tree).
+  std::vector<std::string> paths;
+  // Relative values of the user's and the system config: relative to the
+  // working tree of whichever repository git runs in, so protected as names
+  // at any depth ("githooks", ".config/hooks").
+  std::vector<std::string> names;
+};
+
+// `home`: $HOME ("": no user config). `trees`: absolute writable trees.
+GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::string>& trees);
+
+// Every value of core.hooksPath in one config file's text, includes not
+// followed (for tests and the fuzzer). `includes` receives include paths as
+// written.
+std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes = nullptr);
+
+}  // namespace stockade::policy

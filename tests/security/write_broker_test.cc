@@ -1,0 +1,420 @@
+// The write broker from inside: every write-shaped way to reach a protected
+// name -- one that exists at spawn or one made during the run -- is refused
+// with the specific error and audited, beside the allowed neighbour that must
+// keep working; every write-shaped call behaves as it does natively; real
+// tools work unchanged; racing threads and a killed stockade write nothing
+// they should not.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/security/sandbox_fixture.h"
+
+namespace stockade::testing {
+namespace {
+
+class WriteBrokerTest : public SandboxTest {
+ protected:
+  // `sh -c SCRIPT` inside, with the probe as $P and the workspace as cwd.
+  ProcessResult inside(const std::string& script, const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> all = {"--env", "P=" + probe_};
+    all.insert(all.end(), flags.begin(), flags.end());
+    auto argv = stockadeArgv(all);
+    argv.insert(argv.end(), {"/bin/sh", "-c", script});
+    return runProcess(argv);
+  }
+  static bool refused(const ProcessResult& r, const std::string& errnoName) {
+    return r.exitCode == 1 && r.out.find("errno=" + errnoName) != std::string::npos;
+  }
+  static bool exists(const std::string& path) {
+    struct stat st;
+    return ::lstat(path.c_str(), &st) == 0;
+  }
+  std::vector<nlohmann::json> auditEvents(const std::string& path, const std::string& event) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["event"] == event) out.push_back(j);
+    }
+    return out;
+  }
+};
+
+// Each protected name made fresh during the run, at depth, beside an
+// ordinary neighbour in the same directory.
+TEST_F(WriteBrokerTest, ProtectedNamesMadeDuringTheRunAreRefusedAtAnyDepth) {
+  struct Case {
+    const char* dir;   // made first (allowed)
+    const char* name;  // then this, refused
+  };
+  const Case cases[] = {{"a/b", ".bashrc"},           {"a/b", ".zshenv"},          {"deep/er", ".envrc"},
+                        {"p", ".npmrc"},              {"p", ".gitmodules"},        {"p", ".mcp.json"},
+                        {"p/.claude", "settings.json"}, {"p/.claude", "commands"}, {"p", ".vscode"},
+                        {"p", ".husky"},              {"p", ".pre-commit-config.yaml"}, {"p", ".devcontainer"}};
+  for (const auto& c : cases) {
+    const std::string dir = ws + "/" + c.dir;
+    auto r = inside(std::string("mkdir -p ") + c.dir + " && $P create " + c.dir + "/" + c.name);
+    EXPECT_TRUE(refused(r, "EACCES")) << c.dir << "/" << c.name << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(dir + "/" + c.name)) << c.name;
+    auto ok = inside(std::string("$P create ") + c.dir + "/neighbour-of" + c.name);
+    EXPECT_EQ(ok.exitCode, 0) << c.name << ": " << ok.out << ok.err;
+    EXPECT_EQ(slurp(dir + "/neighbour-of" + c.name), "probe\n");
+  }
+}
+
+TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
+  // `git init sub` then a hook: refused at the hooks directory already.
+  auto init = inside("mkdir -p sub/.git && $P mkdir sub/.git/hooks");
+  EXPECT_TRUE(refused(init, "EACCES")) << init.out << init.err;
+  for (const char* entry : {"config", "config.worktree", "commondir", "info"}) {
+    auto r = inside(std::string("$P create sub/.git/") + entry);
+    EXPECT_TRUE(refused(r, "EACCES")) << entry << ": " << r.out;
+    EXPECT_FALSE(exists(ws + "/sub/.git/" + entry)) << entry;
+  }
+  // Whether or not HEAD exists: renaming the workspace's HEAD away changes nothing.
+  auto head = inside("$P rename .git/HEAD .git/HEAD.away && $P write .git/hooks/post-checkout");
+  EXPECT_TRUE(refused(head, "EACCES")) << head.out << head.err;
+  EXPECT_FALSE(exists(ws + "/.git/hooks/post-checkout"));
+  // The neighbours in a git directory: objects, refs, HEAD, the index.
+  for (const char* entry : {"HEAD", "index", "objects/ab"}) {
+    auto ok = inside(std::string("mkdir -p sub/.git/objects && $P create sub/.git/") + entry);
+    EXPECT_EQ(ok.exitCode, 0) << entry << ": " << ok.out << ok.err;
+  }
+}
+
+TEST_F(WriteBrokerTest, EveryWayGitIsRedirectedToAnotherGitDirectoryIsRefused) {
+  // A .git file (submodules, worktrees) or symlink names another git dir.
+  auto gitfile = inside("mkdir -p sub && $P create sub/.git");
+  EXPECT_TRUE(refused(gitfile, "EACCES")) << gitfile.out;
+  auto gitlink = inside("mkdir -p s && $P symlink ../elsewhere s/.git");
+  EXPECT_TRUE(refused(gitlink, "EACCES")) << gitlink.out << gitlink.err;
+  EXPECT_FALSE(exists(ws + "/s/.git"));
+  // commondir, a submodule's git directory, a linked worktree's.
+  for (const char* path : {".git/commondir", ".git/modules/lib/hooks", ".git/modules/a/b/config",
+                           ".git/worktrees/wt/commondir"}) {
+    std::string parent = std::string(path).substr(0, std::string(path).rfind('/'));
+    auto r = inside("mkdir -p " + parent + " ; $P create " + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + path)) << path;
+  }
+  auto ok = inside("mkdir -p .git/modules/lib/objects && $P create .git/modules/lib/objects/pack");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
+// A bare repository is a git directory by its contents, under any name.
+TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents) {
+  ASSERT_EQ(runProcess({"git", "init", "-q", "--bare", ws + "/mirror.git"}).exitCode, 0);
+  for (const char* path : {"mirror.git/hooks/post-receive", "mirror.git/config", "mirror.git/info/attributes"}) {
+    auto r = inside(std::string("$P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+  }
+  EXPECT_FALSE(exists(ws + "/mirror.git/hooks/post-receive"));
+  // Taking HEAD away (to write the config while it is no git directory) is
+  // refused, and so is taking objects away.
+  const std::string config = slurp(ws + "/mirror.git/config");
+  auto away = probe({"rename", ws + "/mirror.git/HEAD", ws + "/mirror.git/HEAD.away"});
+  EXPECT_TRUE(refused(away, "EACCES")) << away.out << away.err;
+  EXPECT_TRUE(refused(probe({"rename", ws + "/mirror.git/objects", ws + "/objects.away"}), "EACCES"));
+  EXPECT_EQ(slurp(ws + "/mirror.git/config"), config);
+  // Nor does building one around configuration the program wrote first.
+  auto built = inside("mkdir -p evil/objects evil/refs && $P create evil/config && $P create evil/HEAD");
+  EXPECT_TRUE(refused(built, "EACCES")) << built.out << built.err;
+  EXPECT_FALSE(exists(ws + "/evil/HEAD"));
+  // The neighbours: a repository's objects, and a directory that merely has
+  // git-like names.
+  auto ok = inside("mkdir -p mirror.git/objects/ab && $P create mirror.git/objects/ab/cd && "
+                   "mkdir -p plain/objects plain/refs && $P create plain/HEAD && mkdir -p src/config && "
+                   "$P create src/config/app.json");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
+TEST_F(WriteBrokerTest, RenamesOntoOrAwayFromProtectedNamesAreRefused) {
+  auto onto = probe({"rename", ws + "/README", ws + "/.bashrc"});
+  EXPECT_TRUE(refused(onto, "EACCES")) << onto.out;
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  auto away = probe({"rename", ws + "/.bashrc", ws + "/bashrc.old"});
+  EXPECT_TRUE(refused(away, "EACCES")) << away.out;
+  // A directory filled by the child, renamed into the place of .git or its hooks.
+  auto dir = inside("mkdir -p x/hooks && $P create x/hooks/pre-commit && $P rename x .git");
+  EXPECT_TRUE(refused(dir, "EACCES")) << dir.out << dir.err;
+  auto hooks = inside("$P rename x/hooks .git/hooks");
+  EXPECT_TRUE(refused(hooks, "EACCES")) << hooks.out;
+  EXPECT_EQ(slurp(ws + "/.git/hooks/pre-commit"), "ORIGINAL-HOOK\n");
+  // mv .git elsewhere (then edit its config): the directory is held by its name.
+  auto git = probe({"rename", ws + "/.git", ws + "/git-old"});
+  EXPECT_TRUE(refused(git, "EACCES")) << git.out;
+  // Exchanging names swaps both ways; a whiteout leaves one behind.
+  auto exchange = inside("$P create evil && $P rename2 evil .git/hooks/pre-commit exchange");
+  EXPECT_TRUE(refused(exchange, "EACCES")) << exchange.out;
+  EXPECT_EQ(slurp(ws + "/.git/hooks/pre-commit"), "ORIGINAL-HOOK\n");
+  auto whiteout = probe({"rename2", ws + "/README", ws + "/.zshrc", "whiteout"});
+  EXPECT_TRUE(refused(whiteout, "EACCES")) << whiteout.out;
+  // The neighbours: ordinary renames and exchanges.
+  auto ok = inside("mkdir -p src && $P rename src src2 && $P create a && $P create b && $P rename2 a b exchange");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_TRUE(exists(ws + "/src2"));
+}
+
+TEST_F(WriteBrokerTest, LinksSymlinksAndUnnamedFilesCannotReachAProtectedName) {
+  // A second name for a hook would make it writable under that name.
+  auto hard = probe({"link", ws + "/.git/hooks/pre-commit", ws + "/innocent"});
+  EXPECT_TRUE(refused(hard, "EACCES")) << hard.out;
+  EXPECT_FALSE(exists(ws + "/innocent"));
+  auto intoName = probe({"link", ws + "/README", ws + "/.profile"});
+  EXPECT_TRUE(refused(intoName, "EACCES")) << intoName.out;
+  // A symlink at a protected name, and creation through a dangling one.
+  auto symlink = probe({"symlink", ws + "/README", ws + "/.zshrc"});
+  EXPECT_TRUE(refused(symlink, "EACCES")) << symlink.out;
+  auto dangling = inside("$P symlink .kshrc pointer && $P write pointer");
+  EXPECT_TRUE(refused(dangling, "EACCES")) << dangling.out << dangling.err;
+  EXPECT_FALSE(exists(ws + "/.kshrc"));
+  // Writing through a symlink to an existing hook.
+  auto through = inside("$P symlink .git/hooks/pre-commit h && $P write h");
+  EXPECT_TRUE(refused(through, "EACCES")) << through.out << through.err;
+  EXPECT_EQ(slurp(ws + "/.git/hooks/pre-commit"), "ORIGINAL-HOOK\n");
+  // An O_TMPFILE file given a protected name.
+  auto tmpfile = probe({"tmpfile-link", ws, ws + "/.bash_login"});
+  EXPECT_TRUE(refused(tmpfile, "EACCES")) << tmpfile.out;
+  EXPECT_FALSE(exists(ws + "/.bash_login"));
+  // The neighbours.
+  EXPECT_EQ(probe({"link", ws + "/README", ws + "/README.hard"}).exitCode, 0);
+  EXPECT_EQ(inside("$P symlink README r && $P write r").exitCode, 0);
+  auto named = probe({"tmpfile-link", ws, ws + "/named"});
+  EXPECT_EQ(named.exitCode, 0) << named.out;
+  EXPECT_EQ(slurp(ws + "/named"), "probe\n");
+}
+
+TEST_F(WriteBrokerTest, WhatAProtectedFileDoesCannotBeChangedThroughItsMetadata) {
+  const std::string hook = ws + "/.git/hooks/pre-commit";
+  struct stat before;
+  ASSERT_EQ(::stat(hook.c_str(), &before), 0);
+  // Making the existing hook executable, by name (the broker refuses it) and
+  // through a descriptor opened read-only (the kernel refuses it: the
+  // sandbox's own view of the tree is read-only).
+  EXPECT_TRUE(refused(probe({"chmod", hook, "755"}), "EACCES"));
+  EXPECT_TRUE(refused(probe({"fchmod-read-only", hook, "755"}), "EROFS"));
+  EXPECT_TRUE(refused(probe({"utimes", hook}), "EACCES"));
+  EXPECT_TRUE(refused(probe({"setxattr", hook, "user.evil", "1"}), "EACCES"));
+  EXPECT_TRUE(refused(probe({"truncate", hook, "0"}), "EACCES"));
+  EXPECT_TRUE(refused(probe({"write-text", hook, "evil"}), "EACCES"));
+  EXPECT_TRUE(refused(probe({"unlink", hook}), "EACCES"));
+  struct stat after;
+  ASSERT_EQ(::stat(hook.c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode, before.st_mode);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(slurp(hook), "ORIGINAL-HOOK\n");
+  // The neighbours.
+  const std::string readme = ws + "/README";
+  EXPECT_EQ(probe({"chmod", readme, "755"}).exitCode, 0);
+  EXPECT_EQ(probe({"utimes", readme}).exitCode, 0);
+  EXPECT_EQ(probe({"truncate", readme, "3"}).exitCode, 0);
+  struct stat st;
+  ASSERT_EQ(::stat(readme.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(st.st_size, 3);
+}
+
+TEST_F(WriteBrokerTest, ARefusalIsAuditedWithTheOperationBothPathsAndTheRule) {
+  const std::string audit = root_ + "/audit.jsonl";
+  auto r = inside("mkdir sub && cd sub && $P create ../.zshrc; $P create ok", {"--audit", audit});
+  EXPECT_TRUE(exists(ws + "/sub/ok")) << r.out << r.err;
+  auto denials = auditEvents(audit, "denial");
+  std::vector<nlohmann::json> broker;
+  for (const auto& d : denials)
+    if (d["layer"] == "broker") broker.push_back(d);
+  ASSERT_EQ(broker.size(), 1u) << nlohmann::json(denials).dump();
+  const auto& d = broker[0];
+  EXPECT_EQ(d["operation"], "create");
+  EXPECT_EQ(d["syscall"], "openat");
+  EXPECT_EQ(d["path"], "../.zshrc");
+  EXPECT_EQ(d["resolvedPath"], ws + "/.zshrc");
+  EXPECT_EQ(d["rule"], "protected name \".zshrc\"");
+  EXPECT_EQ(d["error"], "EACCES");
+  EXPECT_FALSE(d["reason"].get<std::string>().empty());
+  // The allowed create is not an event.
+  auto exits = auditEvents(audit, "exit");
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_GE(exits[0]["denials"].get<long>(), 1);
+  auto spawn = auditEvents(audit, "spawn");
+  ASSERT_EQ(spawn.size(), 1u);
+  EXPECT_EQ(spawn[0]["enforcement"]["writeBroker"]["active"], true);
+  EXPECT_EQ(spawn[0]["enforcement"]["writeBroker"]["trees"], nlohmann::json::array({ws}));
+}
+
+TEST_F(WriteBrokerTest, ADenyWritePathThatDoesNotExistYetHolds) {
+  policy["filesystem"]["denyWrite"] = {ws + "/future/secret.txt", ws + "/later.env"};
+  auto r = inside("mkdir -p future && $P create future/secret.txt; $P create later.env; $P create future/other");
+  EXPECT_NE(r.out.find("errno=EACCES"), std::string::npos) << r.out << r.err;
+  EXPECT_FALSE(exists(ws + "/future/secret.txt"));
+  EXPECT_FALSE(exists(ws + "/later.env"));
+  EXPECT_TRUE(exists(ws + "/future/other"));
+  // Moving the directory above a denied path would take the denial off it.
+  auto moved = probe({"rename", ws + "/future", ws + "/past"});
+  EXPECT_TRUE(refused(moved, "EACCES")) << moved.out;
+  EXPECT_EQ(r.err.find("does not exist"), std::string::npos) << "no degradation is reported any more: " << r.err;
+}
+
+TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
+  auto listing = [](const std::string& dir) {
+    std::set<std::string> names;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) names.insert(e.path().string());
+    return names;
+  };
+  auto before = listing(ws);
+  auto r = inside("$P create .bashrc; $P create .git/config; $P mkdir .vscode; $P create .claude.json; true");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(listing(ws), before);
+}
+
+// The table of write_ops.cc, once natively in a temporary directory and once
+// inside a sandbox: every line -- result, errno, what was left -- is the same.
+TEST_F(WriteBrokerTest, EveryWriteShapedCallBehavesAsItDoesNatively) {
+  const std::string native = root_ + "/native", sandboxed = ws + "/cases";
+  std::filesystem::create_directories(native);
+  std::filesystem::create_directories(sandboxed);
+  ::chmod(sandboxed.c_str(), 0755);
+  auto nat = runProcess({"/bin/sh", "-c", "cd " + native + " && exec " + probe_ + " write-ops"});
+  ASSERT_EQ(nat.exitCode, 0) << nat.err;
+  auto in = inside("cd cases && exec $P write-ops");
+  ASSERT_EQ(in.exitCode, 0) << in.err;
+  // The documented differences (README, known limits): metadata calls on a
+  // descriptor the program opened itself are not brokered, and its view of
+  // the tree is read-only.
+  const std::map<std::string, std::string> different = {
+      {"fchmod-on-a-read-only-descriptor", "rc=-1 errno=EROFS f:file0644 size=1 links=1 \"x\""},
+      {"fchmod-on-a-directory-descriptor", "rc=-1 errno=EROFS d:dir0755"},
+      {"futimens-on-a-read-only-descriptor", "rc=-1 errno=EROFS"},
+      {"fsetxattr-on-a-read-only-descriptor", "rc=-1 errno=EROFS"},
+  };
+  std::istringstream a(nat.out), b(in.out);
+  std::string lineA, lineB;
+  int compared = 0;
+  while (std::getline(a, lineA)) {
+    ASSERT_TRUE(std::getline(b, lineB)) << "the sandbox printed fewer cases, stopping before: " << lineA;
+    const std::string name = lineA.substr(0, lineA.find(':'));
+    if (auto d = different.find(name); d != different.end()) {
+      EXPECT_EQ(lineB.substr(0, name.size() + 2 + d->second.size()), name + ": " + d->second) << lineA;
+    } else {
+      EXPECT_EQ(lineB, lineA);
+    }
+    ++compared;
+  }
+  EXPECT_FALSE(std::getline(b, lineB)) << "the sandbox printed more cases: " << lineB;
+  EXPECT_GT(compared, 90);
+}
+
+TEST_F(WriteBrokerTest, RealToolsWorkUnchanged) {
+  // On the host: a repository, a tarball, a tree.
+  const std::string repo = ws + "/repo";
+  std::filesystem::create_directories(repo);
+  for (int i = 0; i < 20; ++i) file(repo + "/d" + std::to_string(i % 4) + "/f" + std::to_string(i), std::to_string(i) + "\n");
+  auto git = [&](const std::string& args) { return runProcess({"/bin/sh", "-c", "cd " + repo + " && git " + args}); };
+  ASSERT_EQ(git("init -q . && git config user.email t@example.invalid && git config user.name t").exitCode, 0);
+  for (int i = 0; i < 30; ++i) file(ws + "/tree/d" + std::to_string(i % 5) + "/f" + std::to_string(i), "x" + std::to_string(i));
+  ASSERT_EQ(::symlink("d1/f1", (ws + "/tree/link").c_str()), 0);
+  ASSERT_EQ(::chmod((ws + "/tree/d2").c_str(), 0700), 0);
+  ASSERT_EQ(runProcess({"tar", "cf", ws + "/t.tar", "-C", ws + "/tree", "."}).exitCode, 0);
+  auto r = inside(
+      "set -e\n"
+      "cd repo && git add -A && git commit -qm one && git checkout -qb feature\n"
+      "echo more >> d1/f1 && git commit -qam two && git checkout -q - && git gc -q\n"
+      "echo commits=$(git log --oneline --all | wc -l) && cd ..\n"
+      "mkdir x && tar xf t.tar -C x && diff -r tree x && echo tar=ok\n"
+      "cp -a tree copy && diff -r tree copy && [ \"$(stat -c %a copy/d2)\" = 700 ] && echo cp=ok\n"
+      "printf 'v1' > .notes.swp && mv .notes.swp notes && printf 'v2' > .notes.swp && mv .notes.swp notes && echo edit=$(cat notes)\n"
+      "python3 -m venv venv && ./venv/bin/python -c 'import sys; print(\"venv=\" + sys.prefix)'\n"
+      "cd /tmp && git init -q scratch && echo tmp-git=ok\n");
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  for (const char* line : {"commits=2", "tar=ok", "cp=ok", "edit=v2", "tmp-git=ok"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out << r.err;
+  EXPECT_NE(r.out.find("venv=" + ws + "/venv"), std::string::npos) << r.out << r.err;
+  // What git wrote is a repository the host's git reads.
+  auto log = git("log --oneline --all");
+  EXPECT_EQ(log.exitCode, 0) << log.err;
+  EXPECT_EQ(std::count(log.out.begin(), log.out.end(), '\n'), 2) << log.out;
+  EXPECT_EQ(git("fsck --no-progress").exitCode, 0);
+}
+
+TEST_F(WriteBrokerTest, RacingThreadsNeverWriteAProtectedName) {
+  std::filesystem::create_directories(ws + "/race");
+  auto r = probe({"race", ws + "/race", "2"});
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  long created = std::stol(r.out.substr(r.out.find("created=") + 8));
+  EXPECT_GT(created, 10) << "the allowed creates must have worked";
+  EXPECT_TRUE(exists(ws + "/race/allowed"));
+  EXPECT_FALSE(exists(ws + "/race/.bashrc"));
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+}
+
+// Processes whose executable is `path`.
+std::vector<pid_t> processesRunning(const std::string& path) {
+  std::vector<pid_t> out;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* e = proc ? ::readdir(proc) : nullptr) {
+    char exe[4096];
+    std::string link = std::string("/proc/") + e->d_name + "/exe";
+    ssize_t n = ::readlink(link.c_str(), exe, sizeof exe - 1);
+    if (n > 0 && std::string(exe, static_cast<std::size_t>(n)) == path) out.push_back(std::atoi(e->d_name));
+  }
+  if (proc) ::closedir(proc);
+  return out;
+}
+
+TEST_F(WriteBrokerTest, AKilledStockadeLeavesNoWriteAfterwardsAndNothingBehind) {
+  const std::string flood = ws + "/flood";
+  std::filesystem::create_directories(flood);
+  auto argv = stockadeArgv();
+  argv.insert(argv.end(), {probe_, "create-flood", flood, "4"});
+  pid_t stockade = ::fork();
+  if (stockade == 0) {
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ASSERT_GT(stockade, 0);
+  auto count = [&] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(flood)) ++n;
+    return n;
+  };
+  for (int i = 0; i < 500 && count() < 200; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GE(count(), 200u) << "the flood of brokered creates did not get going";
+  ASSERT_EQ(::kill(stockade, SIGKILL), 0);
+  ::waitpid(stockade, nullptr, 0);
+  // The sandbox dies with it (parent-death signal); its calls fail meanwhile.
+  for (int i = 0; i < 500 && !processesRunning(probe_).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(processesRunning(probe_).empty()) << "the sandboxed flood outlived stockade";
+  const std::size_t settled = count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(count(), settled) << "files appeared after stockade was killed";
+  for (const auto& e : std::filesystem::directory_iterator(flood)) {
+    std::string name = e.path().filename().string();
+    EXPECT_NE(name.find('-'), std::string::npos) << "left behind: " << name;
+    EXPECT_TRUE(e.is_regular_file()) << name;
+  }
+  // Nothing outside the flood's own files appeared in the workspace.
+  for (const auto& e : std::filesystem::directory_iterator(ws)) {
+    std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "flood" || name == "README" || name == ".bashrc" || name == ".git") << "left behind: " << name;
+  }
+}
+
+}  // namespace
+}  // namespace stockade::testing

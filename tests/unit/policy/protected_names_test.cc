@@ -1,0 +1,147 @@
+// The protected-name table and its matcher, without a filesystem.
+#include "policy/protected_names.h"
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <set>
+#include <string>
+
+namespace stockade::policy {
+namespace {
+
+ProtectedNameMatcher tableMatcher() { return ProtectedNameMatcher(tableProtectedNames()); }
+
+struct Case {
+  const char* path;
+  bool isDirectory;
+  const char* protectedBy;  // nullptr: not protected
+};
+// The case in test names and messages (not the struct's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.path << (c.isDirectory ? " (directory)" : "") << " -> " << (c.protectedBy ? c.protectedBy : "not protected");
+}
+
+class ProtectedNameTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ProtectedNameTest, DecidesByNameAtAnyDepth) {
+  const Case& c = GetParam();
+  auto m = tableMatcher();
+  const ProtectedName* hit = m.protecting(c.path, c.isDirectory);
+  if (!c.protectedBy) {
+    EXPECT_EQ(hit, nullptr) << c.path << " is protected by " << (hit ? hit->text() : "");
+  } else {
+    ASSERT_NE(hit, nullptr) << c.path << " should be protected by " << c.protectedBy;
+    EXPECT_EQ(hit->text(), c.protectedBy) << c.path;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ProtectedNameTest,
+    ::testing::Values(
+        // rc files at any depth, and what is beneath one
+        Case{"/w/.bashrc", false, ".bashrc"}, Case{"/w/a/b/c/.bashrc", false, ".bashrc"},
+        Case{"/w/.bashrc/inner", false, ".bashrc"}, Case{"/w/bashrc", false, nullptr},
+        Case{"/w/.bashrc.bak", false, nullptr}, Case{"/w/x.bashrc", false, nullptr},
+        Case{"/w/.envrc", false, ".envrc"}, Case{"/w/.npmrc", false, ".npmrc"},
+        // git: entries of a git directory, named as such whether or not HEAD exists
+        Case{"/w/.git/hooks", true, ".git/hooks"}, Case{"/w/.git/hooks/pre-commit", false, ".git/hooks"},
+        Case{"/w/sub/deep/.git/hooks/post-checkout", false, ".git/hooks"},
+        Case{"/w/.git/config", false, ".git/config"}, Case{"/w/.git/config.worktree", false, ".git/config.worktree"},
+        Case{"/w/.git/commondir", false, ".git/commondir"}, Case{"/w/.git/info/attributes", false, ".git/info"},
+        Case{"/w/.git/objects/ab/cdef", false, nullptr}, Case{"/w/.git/HEAD", false, nullptr},
+        Case{"/w/.git/refs/heads/config", false, nullptr}, Case{"/w/.git/index", false, nullptr},
+        Case{"/w/.git", true, nullptr}, Case{"/w/src/config", false, nullptr}, Case{"/w/src/hooks/x", false, nullptr},
+        Case{"/w/git/hooks/x", false, nullptr},
+        // submodule git directories, nested, with a slash in the name
+        Case{"/w/.git/modules/lib/hooks/pre-commit", false, ".git/modules/**/hooks"},
+        Case{"/w/.git/modules/a/b/config", false, ".git/modules/**/config"},
+        Case{"/w/.git/modules/a/modules/b/hooks", true, ".git/modules/**/hooks"},
+        Case{"/w/.git/modules/lib/commondir", false, ".git/modules/**/commondir"},
+        Case{"/w/.git/modules/lib/objects/pack/x", false, nullptr},
+        // linked worktrees
+        Case{"/w/.git/worktrees/wt1/commondir", false, ".git/worktrees/*/commondir"},
+        Case{"/w/.git/worktrees/wt1/HEAD", false, nullptr},
+        // a .git that is not a directory redirects git; a .git directory does not
+        Case{"/w/sub/.git", false, ".git (not a directory)"}, Case{"/w/sub/.git", true, nullptr},
+        Case{"/w/.gitmodules", false, ".gitmodules"},
+        // the tree's own ancestors count: a tree at ~/.git/hooks is protected as a whole
+        Case{"/home/u/.git/hooks/x", false, ".git/hooks"},
+        Case{"/home/u/.config/git/config", false, ".config/git"}, Case{"/home/u/.config/other", false, nullptr},
+        // editors and agents
+        Case{"/w/.vscode/tasks.json", false, ".vscode"}, Case{"/w/.idea", true, ".idea"},
+        Case{"/w/.claude/settings.json", false, ".claude/settings.json"},
+        Case{"/w/.claude/commands/x.md", false, ".claude/commands"}, Case{"/w/.claude/notes.md", false, nullptr},
+        Case{"/w/.mcp.json", false, ".mcp.json"}, Case{"/w/.husky/pre-commit", false, ".husky"},
+        Case{"/w/.pre-commit-config.yaml", false, ".pre-commit-config.yaml"}));
+
+struct ContextCase {
+  const char* path;
+  bool isContext;
+};
+void PrintTo(const ContextCase& c, std::ostream* os) { *os << c.path << (c.isContext ? " -> context" : " -> none"); }
+
+class ProtectedContextTest : public ::testing::TestWithParam<ContextCase> {};
+
+TEST_P(ProtectedContextTest, ADirectoryWhoseNameMakesWhatIsBeneathItProtectedIsAContext) {
+  auto m = tableMatcher();
+  EXPECT_EQ(m.contextOf(GetParam().path) != nullptr, GetParam().isContext) << GetParam().path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ProtectedContextTest,
+                         ::testing::Values(ContextCase{"/w/.git", true}, ContextCase{"/w/sub/.git", true},
+                                           ContextCase{"/w/.git/modules", true},
+                                           ContextCase{"/w/.git/modules/a", true},
+                                           ContextCase{"/w/.git/modules/a/b/c", true},
+                                           ContextCase{"/w/.git/worktrees", true},
+                                           ContextCase{"/w/.git/worktrees/wt1", true},
+                                           ContextCase{"/w/.git/objects", false}, ContextCase{"/w/.git/refs", false},
+                                           ContextCase{"/w/.claude", true}, ContextCase{"/w/.config", true},
+                                           ContextCase{"/w/src", false}, ContextCase{"/w/.vscode", false},
+                                           ContextCase{"/w", false}));
+
+TEST(ProtectedNameTableTest, EveryEntryHasAReasonAndAPatternOfItsOwn) {
+  std::set<std::string> seen;
+  for (const auto& e : protectedNameTable()) {
+    EXPECT_GT(std::string(e.reason).size(), 10u) << e.pattern;
+    EXPECT_TRUE(seen.insert(ProtectedName{e.pattern, e.nonDirectoryOnly}.text()).second) << e.pattern;
+    std::string p = e.pattern;
+    EXPECT_FALSE(p.empty() || p.front() == '/' || p.back() == '/' || p.find("//") != std::string::npos) << p;
+  }
+  for (const auto& n : tableProtectedNames()) EXPECT_FALSE(protectedNameReason(n).empty()) << n.text();
+  EXPECT_TRUE(protectedNameReason(ProtectedName{".githooks", false}).empty());
+}
+
+TEST(ProtectedNameTableTest, TheIssuesGitNamesAreInTheTable) {
+  auto m = tableMatcher();
+  for (const char* p : {"/w/.git/hooks", "/w/.git/config", "/w/.git/config.worktree", "/w/.git/commondir",
+                        "/w/.git/info", "/w/.git/modules/x/hooks", "/w/.git/modules/x/config", "/w/.gitmodules"})
+    EXPECT_NE(m.protecting(p, false), nullptr) << p;
+}
+
+TEST(ProtectedNameMatcherTest, AWildcardFirstComponentMatchesAnyName) {
+  ProtectedNameMatcher m({ProtectedName{"*/secret", false}});
+  EXPECT_NE(m.protecting("/w/a/secret", false), nullptr);
+  EXPECT_NE(m.protecting("/w/a/secret/deeper", true), nullptr);
+  EXPECT_EQ(m.protecting("/secret", false), nullptr);  // needs one component before it
+  EXPECT_EQ(m.protecting("/w/a/other", false), nullptr);
+}
+
+TEST(ProtectedNameMatcherTest, AnEmptyPatternProtectsNothing) {
+  ProtectedNameMatcher m({ProtectedName{"", false}, ProtectedName{"/", false}});
+  EXPECT_EQ(m.protecting("/w/anything", false), nullptr);
+  EXPECT_EQ(m.contextOf("/w"), nullptr);
+}
+
+// A path from the child is at most PATH_MAX long: about 300 of these.
+TEST(ProtectedNameMatcherTest, APathMaxOfRepeatedContextNamesIsDecided) {
+  std::string path;
+  for (int i = 0; i < 300; ++i) path += "/.git/modules";
+  auto m = tableMatcher();
+  EXPECT_EQ(m.protecting(path, true), nullptr);
+  EXPECT_NE(m.contextOf(path), nullptr);
+  EXPECT_NE(m.protecting(path + "/hooks", true), nullptr);
+}
+
+}  // namespace
+}  // namespace stockade::policy
