@@ -56,13 +56,31 @@ CREATE TABLE IF NOT EXISTS effects (
 CREATE INDEX IF NOT EXISTS effects_by_key ON effects(process_key);
 )sql";
 
-// One prepared statement. Every failure throws LedgerError naming the SQL.
+// One prepared statement: from `cache` when given one (prepared once per
+// connection, reset and unbound when this is done with it; callers hold the
+// ledger's mutex and never nest, so one statement is borrowed at a time),
+// else prepared here and finalized at the end. Every failure throws
+// LedgerError naming the SQL.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db), sql_(sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &s_, nullptr) != SQLITE_OK) fail("prepare");
+  Stmt(sqlite3* db, std::string sql) : Stmt(nullptr, db, std::move(sql)) {}
+  Stmt(StatementCache* cache, sqlite3* db, std::string sql) : db_(db), sql_(std::move(sql)), cached_(cache) {
+    if (cache) {
+      sqlite3_stmt*& slot = (*cache)[sql_];
+      if (!slot) prepare(&slot, SQLITE_PREPARE_PERSISTENT);
+      s_ = slot;
+    } else {
+      prepare(&s_, 0);
+    }
   }
-  ~Stmt() { sqlite3_finalize(s_); }
+  ~Stmt() {
+    if (!cached_) {
+      sqlite3_finalize(s_);
+      return;
+    }
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
@@ -102,16 +120,22 @@ class Stmt {
   }
 
  private:
+  void prepare(sqlite3_stmt** out, unsigned flags) {
+    if (sqlite3_prepare_v3(db_, sql_.c_str(), -1, flags, out, nullptr) == SQLITE_OK) return;
+    sqlite3_finalize(*out);
+    *out = nullptr;
+    fail("prepare");
+  }
   void check(int rc) {
     if (rc != SQLITE_OK) fail("bind");
   }
   [[noreturn]] void fail(const char* what) {
-    std::string sql(sql_);
-    if (sql.size() > 60) sql = sql.substr(0, 60) + "...";
+    std::string sql = sql_.size() > 60 ? sql_.substr(0, 60) + "..." : sql_;
     throw LedgerError(std::string("ledger: sqlite3_") + what + "(\"" + sql + "\") failed: " + sqlite3_errmsg(db_));
   }
   sqlite3* db_;
-  const char* sql_;
+  std::string sql_;
+  bool cached_;
   sqlite3_stmt* s_ = nullptr;
 };
 
@@ -273,11 +297,14 @@ std::variant<std::unique_ptr<Ledger>, std::string> Ledger::open(const std::strin
   return ledger;
 }
 
-Ledger::~Ledger() { sqlite3_close(db_); }
+Ledger::~Ledger() {
+  for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+}
 
 void Ledger::insertSandbox(const SandboxRecord& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "INSERT INTO sandboxes (id, policy, fingerprint, workspace, workspace_owned, epoch, state, created_at, "
          "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)");
   s.bind(1, r.id).bind(2, r.policyJson).bind(3, r.fingerprint).bind(4, r.workspace);
@@ -288,7 +315,7 @@ void Ledger::insertSandbox(const SandboxRecord& r) {
 
 std::optional<SandboxRecord> Ledger::sandbox(std::string_view id) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE id = ?1").c_str());
+  Stmt s(&statements_, db_, std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE id = ?1");
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
   return sandboxFrom(s);
@@ -296,9 +323,8 @@ std::optional<SandboxRecord> Ledger::sandbox(std::string_view id) {
 
 std::vector<SandboxRecord> Ledger::liveSandboxes() {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kSandboxColumns +
-               " FROM sandboxes WHERE state != 'released' ORDER BY rowid")
-                  .c_str());
+  Stmt s(&statements_, db_,
+         std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE state != 'released' ORDER BY rowid");
   std::vector<SandboxRecord> out;
   while (s.step()) out.push_back(sandboxFrom(s));
   return out;
@@ -306,8 +332,8 @@ std::vector<SandboxRecord> Ledger::liveSandboxes() {
 
 std::vector<SandboxRecord> Ledger::sandboxesIn(SandboxState state) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE state = ?1 ORDER BY rowid")
-                  .c_str());
+  Stmt s(&statements_, db_,
+         std::string("SELECT ") + kSandboxColumns + " FROM sandboxes WHERE state = ?1 ORDER BY rowid");
   s.bind(1, sandboxStateName(state));
   std::vector<SandboxRecord> out;
   while (s.step()) out.push_back(sandboxFrom(s));
@@ -316,20 +342,20 @@ std::vector<SandboxRecord> Ledger::sandboxesIn(SandboxState state) {
 
 std::size_t Ledger::liveSandboxCount() {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "SELECT COUNT(*) FROM sandboxes WHERE state != 'released'");
+  Stmt s(&statements_, db_, "SELECT COUNT(*) FROM sandboxes WHERE state != 'released'");
   return s.step() ? static_cast<std::size_t>(s.integer(0)) : 0;
 }
 
 void Ledger::updatePolicy(std::string_view id, const std::string& policyJson, const std::string& fingerprint) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "UPDATE sandboxes SET policy = ?2, fingerprint = ?3, updated_at = ?4 WHERE id = ?1");
+  Stmt s(&statements_, db_, "UPDATE sandboxes SET policy = ?2, fingerprint = ?3, updated_at = ?4 WHERE id = ?1");
   s.bind(1, id).bind(2, policyJson).bind(3, fingerprint).bind(4, utcTimestamp());
   s.run();
 }
 
 void Ledger::setSandboxState(std::string_view id, SandboxState state, const std::string& releaseError) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "UPDATE sandboxes SET state = ?2, release_error = ?3, updated_at = ?4, "
          "release_attempts = release_attempts + (CASE WHEN ?2 = 'release_failed' THEN 1 ELSE 0 END) WHERE id = ?1");
   s.bind(1, id).bind(2, sandboxStateName(state)).bind(3, releaseError).bind(4, utcTimestamp());
@@ -338,7 +364,7 @@ void Ledger::setSandboxState(std::string_view id, SandboxState state, const std:
 
 bool Ledger::beginStart(const std::string& processKey, const std::string& sandboxId, const std::string& processId) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "INSERT OR IGNORE INTO processes (process_key, sandbox_id, process_id, state, created_at) "
          "VALUES (?1, ?2, ?3, 'dispatching', ?4)");
   s.bind(1, processKey).bind(2, sandboxId).bind(3, processId).bind(4, utcTimestamp());
@@ -349,7 +375,7 @@ bool Ledger::beginStart(const std::string& processKey, const std::string& sandbo
 void Ledger::markStarted(std::string_view processKey, const std::string& processId,
                          const platform::ProcessIdentity& identity, const std::string& cgroup) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "UPDATE processes SET state = 'running', pid = ?2, start_time = ?3, boot_id = ?4, cgroup = ?5, "
          "started_at = ?6, process_id = CASE WHEN ?7 = '' THEN process_id ELSE ?7 END WHERE process_key = ?1");
   s.bind(1, processKey).bind(2, std::int64_t{identity.pid}).bind(3, static_cast<std::int64_t>(identity.startTime));
@@ -360,7 +386,7 @@ void Ledger::markStarted(std::string_view processKey, const std::string& process
 void Ledger::markEnded(std::string_view processKey, ProcessState state, std::optional<int> exitCode,
                        std::optional<int> signal, const std::string& detail) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "UPDATE processes SET state = ?2, exit_code = ?3, signal = ?4, detail = ?5, ended_at = ?6 "
          "WHERE process_key = ?1");
   s.bind(1, processKey).bind(2, processStateName(state)).bind(3, exitCode).bind(4, signal).bind(5, detail);
@@ -370,7 +396,7 @@ void Ledger::markEnded(std::string_view processKey, ProcessState state, std::opt
 
 void Ledger::markLost(std::string_view processKey, Termination termination, const std::string& detail) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "UPDATE processes SET state = 'lost', termination = ?2, detail = ?3, ended_at = ?4 WHERE process_key = ?1");
   s.bind(1, processKey).bind(2, terminationName(termination)).bind(3, detail).bind(4, utcTimestamp());
   s.run();
@@ -378,7 +404,7 @@ void Ledger::markLost(std::string_view processKey, Termination termination, cons
 
 std::optional<ProcessRecord> Ledger::process(std::string_view processKey) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kProcessColumns + " FROM processes WHERE process_key = ?1").c_str());
+  Stmt s(&statements_, db_, std::string("SELECT ") + kProcessColumns + " FROM processes WHERE process_key = ?1");
   s.bind(1, processKey);
   if (!s.step()) return std::nullopt;
   return processFrom(s);
@@ -386,10 +412,10 @@ std::optional<ProcessRecord> Ledger::process(std::string_view processKey) {
 
 std::vector<ProcessRecord> Ledger::unfinished(std::string_view sandboxId) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kProcessColumns +
-               " FROM processes WHERE state IN ('dispatching', 'running') AND (?1 = '' OR sandbox_id = ?1) "
-               "ORDER BY created_at")
-                  .c_str());
+  Stmt s(&statements_, db_,
+         std::string("SELECT ") + kProcessColumns +
+             " FROM processes WHERE state IN ('dispatching', 'running') AND (?1 = '' OR sandbox_id = ?1) "
+             "ORDER BY created_at");
   s.bind(1, sandboxId);
   std::vector<ProcessRecord> out;
   while (s.step()) out.push_back(processFrom(s));
@@ -398,8 +424,8 @@ std::vector<ProcessRecord> Ledger::unfinished(std::string_view sandboxId) {
 
 std::vector<ProcessRecord> Ledger::processesOf(std::string_view sandboxId) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kProcessColumns + " FROM processes WHERE sandbox_id = ?1 ORDER BY created_at")
-                  .c_str());
+  Stmt s(&statements_, db_,
+         std::string("SELECT ") + kProcessColumns + " FROM processes WHERE sandbox_id = ?1 ORDER BY created_at");
   s.bind(1, sandboxId);
   std::vector<ProcessRecord> out;
   while (s.step()) out.push_back(processFrom(s));
@@ -408,7 +434,8 @@ std::vector<ProcessRecord> Ledger::processesOf(std::string_view sandboxId) {
 
 std::int64_t Ledger::beginEffect(std::string_view processKey, std::string_view op, std::string_view detail) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "INSERT INTO effects (process_key, op, detail, state, began_at) VALUES (?1, ?2, ?3, 'begun', ?4)");
+  Stmt s(&statements_, db_,
+         "INSERT INTO effects (process_key, op, detail, state, began_at) VALUES (?1, ?2, ?3, 'begun', ?4)");
   s.bind(1, processKey).bind(2, op).bind(3, detail).bind(4, utcTimestamp());
   s.run();
   return sqlite3_last_insert_rowid(db_);
@@ -416,7 +443,7 @@ std::int64_t Ledger::beginEffect(std::string_view processKey, std::string_view o
 
 void Ledger::endEffect(std::int64_t seq, bool ok, std::string_view detail) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "UPDATE effects SET state = ?2, ended_at = ?3, detail = CASE WHEN ?4 = '' THEN detail ELSE ?4 END "
          "WHERE seq = ?1");
   s.bind(1, seq).bind(2, ok ? std::string_view("done") : std::string_view("failed")).bind(3, utcTimestamp());
@@ -426,7 +453,7 @@ void Ledger::endEffect(std::int64_t seq, bool ok, std::string_view detail) {
 
 std::vector<Ledger::Effect> Ledger::effectsOf(std::string_view processKey) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "SELECT seq, process_key, op, detail, state, began_at, ended_at FROM effects WHERE process_key = ?1 "
          "ORDER BY seq");
   s.bind(1, processKey);

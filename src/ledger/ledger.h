@@ -20,14 +20,19 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "platform/linux/process_identity.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace stockade::ledger {
+
+// Statements prepared once per connection, by their SQL.
+using StatementCache = std::unordered_map<std::string, sqlite3_stmt*>;
 
 class LedgerError : public std::runtime_error {
  public:
@@ -139,6 +144,8 @@ class Ledger {
   explicit Ledger(sqlite3* db) : db_(db) {}
   std::mutex mu_;
   sqlite3* db_;
+  // Under mu_.
+  StatementCache statements_;
 };
 
 }  // namespace stockade::ledger
