@@ -1068,18 +1068,32 @@ WriteBroker::Answer BrokeredCallHandler::access() {
 
 // --- the broker ---------------------------------------------------------------
 
-WriteBroker::WriteBroker(const DerivedRules& rules, policy::WriteRules writeRules, const SeccompOptions& options)
-    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes) {
-  for (const auto& rule : seccompRules(options)) {
-    int nr = seccompSyscallNumber(rule.syscall);
-    if (nr < 0) continue;
-    if (!rule.brokered && rule.viaSupervisor) rows_[nr].denials.push_back(rule);
-  }
-  for (const auto& call : brokeredCalls()) {
-    int nr = seccompSyscallNumber(call.syscall);
-    if (nr >= 0) rows_[nr].brokered = &call;
-  }
+template <bool kAllowUnixSockets, bool kLimitFileSize>
+const WriteBroker::RowTable& WriteBroker::rowTable() {
+  static const RowTable rows = [] {
+    RowTable out;
+    for (const auto& rule : seccompRules({.allowUnixSockets = kAllowUnixSockets, .limitFileSize = kLimitFileSize})) {
+      int nr = seccompSyscallNumber(rule.syscall);
+      if (nr < 0) continue;
+      if (!rule.brokered && rule.viaSupervisor) out[nr].denials.push_back(rule);
+    }
+    for (const auto& call : brokeredCalls()) {
+      int nr = seccompSyscallNumber(call.syscall);
+      if (nr >= 0) out[nr].brokered = &call;
+    }
+    return out;
+  }();
+  return rows;
 }
+
+const WriteBroker::RowTable& WriteBroker::rowsFor(const SeccompOptions& options) {
+  static_assert(sizeof(SeccompOptions) == 2, "rowsFor() has a table for each combination of the two options");
+  if (options.allowUnixSockets) return options.limitFileSize ? rowTable<true, true>() : rowTable<true, false>();
+  return options.limitFileSize ? rowTable<false, true>() : rowTable<false, false>();
+}
+
+WriteBroker::WriteBroker(const DerivedRules& rules, policy::WriteRules writeRules, const SeccompOptions& options)
+    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes), rows_(rowsFor(options)) {}
 
 std::variant<std::shared_ptr<WriteBroker>, std::string> WriteBroker::open(const DerivedRules& rules,
                                                                            policy::WriteRules writeRules,

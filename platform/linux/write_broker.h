@@ -101,12 +101,18 @@ class WriteBroker {
   UniqueFd root_;
   std::uint64_t fileSizeLimit_ = 0;
   // Per syscall number: the EPERM rows of the table (answered EPERM before
-  // anything is brokered), and the brokered call.
+  // anything is brokered), and the brokered call. The same for every broker
+  // with the same seccomp options: built once, on first use (building them
+  // took ~75 us of each spawn).
   struct Rows {
     std::vector<SeccompRule> denials;
     const BrokeredCall* brokered = nullptr;
   };
-  std::unordered_map<int, Rows> rows_;
+  using RowTable = std::unordered_map<int, Rows>;
+  static const RowTable& rowsFor(const SeccompOptions& options);
+  template <bool kAllowUnixSockets, bool kLimitFileSize>
+  static const RowTable& rowTable();
+  const RowTable& rows_;
 };
 
 }  // namespace stockade::platform
