@@ -199,7 +199,9 @@ int run(const RunOptions& o) {
   platform::UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals) throw Failure{std::string("signalfd() failed: ") + std::strerror(errno)};
 
-  process::Runtime runtime;
+  // The main thread outlives every child it launches: it spawns them itself.
+  // The main thread outlives every child it launches: it spawns them itself.
+  process::Runtime runtime(process::Spawner::Thread::kCaller);
   const std::string sandboxId = "cli-" + std::to_string(::getpid());
   if (o.auditFile) attachAuditFile(runtime.audit, *o.auditFile, rules, *context.tmpdir, o.auditMaxEvents);
   else runtime.audit.setSink([](const std::string&) {});  // no --audit: events are not wanted

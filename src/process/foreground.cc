@@ -116,7 +116,7 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
     const bool pollable = ::fstat(STDIN_FILENO, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
     if (pollable) {
       relayingStdin = true;
-      loop.call([&] {
+      loop.post([&loop, weak] {
         loop.watch(STDIN_FILENO, EPOLLIN, [&loop, weak](std::uint32_t) {
           char buf[4096];
           ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
@@ -141,9 +141,11 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
   // A signal the caller forwards ends the sandbox; SIGWINCH resizes its PTY.
   auto received = std::make_shared<std::optional<int>>();
   auto master = std::make_shared<platform::UniqueFd>(std::move(child.terminal));
+  // Posted, not waited for: the loop runs tasks in order, so both watches
+  // are in place before the unwatching below.
   if (r.signalFd >= 0)
-    loop.call([&] {
-      loop.watch(r.signalFd, EPOLLIN, [fd = r.signalFd, received, weak, master](std::uint32_t) {
+    loop.post([&loop, fd = r.signalFd, received, weak, master] {
+      loop.watch(fd, EPOLLIN, [fd, received, weak, master](std::uint32_t) {
         signalfd_siginfo info;
         if (::read(fd, &info, sizeof info) != sizeof info) return;
         if (info.ssi_signo == SIGWINCH) {

@@ -18,7 +18,9 @@ struct Runtime {
   // How often the counts of repeated audit decisions are written.
   static constexpr auto kAuditFlushInterval = std::chrono::seconds(1);
 
-  Runtime() {
+  // `spawnThread`: Spawner::Thread::kCaller when the thread that launches
+  // outlives every child (a command line's main thread).
+  explicit Runtime(Spawner::Thread spawnThread = Spawner::Thread::kOwn) : spawner(spawnThread) {
     supervisor.every(kAuditFlushInterval, [&log = audit] { log.flush(); });
   }
   Runtime(const Runtime&) = delete;

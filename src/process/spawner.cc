@@ -2,7 +2,8 @@
 
 namespace stockade::process {
 
-Spawner::Spawner() {
+Spawner::Spawner(Thread thread) {
+  if (thread == Thread::kCaller) return;
   thread_ = std::thread([this] {
     std::unique_lock lock(mu_);
     while (true) {
@@ -27,6 +28,10 @@ Spawner::~Spawner() {
 }
 
 void Spawner::post(std::function<void()> job) {
+  if (!thread_.joinable()) {
+    job();
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     jobs_.push_back(std::move(job));

@@ -14,7 +14,11 @@ namespace stockade::process {
 
 class Spawner {
  public:
-  Spawner();
+  enum class Thread {
+    kOwn,     // spawns on a thread of its own
+    kCaller,  // the callers' thread outlives every child (a CLI's main thread: the process ends with it)
+  };
+  explicit Spawner(Thread thread = Thread::kOwn);
   ~Spawner();  // finishes queued work, then joins
   Spawner(const Spawner&) = delete;
   Spawner& operator=(const Spawner&) = delete;
@@ -22,12 +26,13 @@ class Spawner {
   // Runs `fn` on the spawner thread and returns its result (or rethrows).
   template <typename F>
   auto call(F fn) -> decltype(fn()) {
+    if (!thread_.joinable()) return fn();  // Thread::kCaller
     std::packaged_task<decltype(fn())()> task(std::move(fn));
     auto result = task.get_future();
     post([&task] { task(); });
     return result.get();
   }
-  // Queues `job` without waiting for it.
+  // Queues `job` without waiting for it (Thread::kCaller: runs it).
   void post(std::function<void()> job);
 
  private:
