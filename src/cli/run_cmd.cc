@@ -200,7 +200,6 @@ int run(const RunOptions& o) {
   if (!signals) throw Failure{std::string("signalfd() failed: ") + std::strerror(errno)};
 
   // The main thread outlives every child it launches: it spawns them itself.
-  // The main thread outlives every child it launches: it spawns them itself.
   process::Runtime runtime(process::Spawner::Thread::kCaller);
   const std::string sandboxId = "cli-" + std::to_string(::getpid());
   if (o.auditFile) attachAuditFile(runtime.audit, *o.auditFile, rules, *context.tmpdir, o.auditMaxEvents);
