@@ -258,6 +258,8 @@ struct ProcessListOptions {
   std::optional<int> pid;
 };
 
+class PtyDuplex;
+
 // A view of one process by id. A handle to an id that is gone answers not_found.
 class ProcessHandle {
  public:
@@ -282,6 +284,8 @@ class ProcessHandle {
   ProcessStatus stdinEof() const;
   // A PTY process's window size; the program gets SIGWINCH.
   ProcessStatus resize(TerminalSize size) const;
+  // A PTY process's terminal (PtyDuplex); another kind: unsupported.
+  ProcessResult<PtyDuplex> attach() const;
   // Stops it if it runs (TERM, KILL after 5 s), then forgets it and its logs.
   // Refused (unsupported) for a session command that has not stopped 5 s
   // after the stop: delete its session.
@@ -336,12 +340,51 @@ class Session {
   std::string id_;
 };
 
+// A PTY process's terminal, both ways (seed 003's PtyDuplex): what the
+// terminal wrote, from the oldest retained output on, and input for it.
+// read() from one thread; write() and close() from any. close() detaches:
+// the process runs on (kill() it to end it).
+class PtyDuplex {
+ public:
+  PtyDuplex(PtyDuplex&&) noexcept;
+  PtyDuplex& operator=(PtyDuplex&&) noexcept;
+  ~PtyDuplex();
+
+  // The next bytes, as the terminal wrote them (blocks until there are
+  // some); nullopt once the process has ended and all was read, or after close().
+  std::optional<std::string> read();
+  // True when retention dropped output between the attach point (or the
+  // last read) and what read() returned next: the terminal's earlier bytes are gone.
+  bool truncated() const noexcept { return truncated_; }
+  // Input for the program, as if typed. After close(): unsupported.
+  ProcessStatus write(std::string_view data) const;
+  void close() noexcept;
+
+ private:
+  friend class process::ServiceCore;
+  PtyDuplex(std::shared_ptr<process::ServiceCore> core, std::string id, std::stop_source stop,
+            std::unique_ptr<process::StreamCursor> cursor);
+  std::shared_ptr<process::ServiceCore> core_;
+  std::string id_;
+  std::stop_source stop_;
+  std::unique_ptr<process::StreamCursor> cursor_;
+  bool truncated_ = false;
+};
+
+struct PtyAttachment {
+  ProcessHandle handle;
+  PtyDuplex connection;
+};
+
 // Output read from / input written to a PTY process.
 class PtyService {
  public:
   // `command` through the shell (default: an interactive shell).
   ProcessResult<ProcessHandle> start(std::optional<std::string> command, ProcessStartOptions options = {},
                                      TerminalSize size = {}) const;
+  // start(), and its terminal attached from its first byte.
+  ProcessResult<PtyAttachment> attach(std::optional<std::string> command, ProcessStartOptions options = {},
+                                      TerminalSize size = {}) const;
 
  private:
   friend class ProcessService;

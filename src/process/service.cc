@@ -142,7 +142,9 @@ void checkLimit(std::size_t limit) {
 // Streams one process's log as seed 003's StreamLogEvents.
 class StreamCursor {
  public:
-  StreamCursor(std::shared_ptr<Record> record, std::uint64_t after, LogEncoding encoding, std::stop_token stop)
+  // `encoding` nullopt: each frame's bytes as they are (PtyDuplex).
+  StreamCursor(std::shared_ptr<Record> record, std::uint64_t after, std::optional<LogEncoding> encoding,
+               std::stop_token stop)
       : record_(std::move(record)), after_(after), encoding_(encoding), stop_(std::move(stop)) {}
 
   std::optional<StreamLogEvent> next() {
@@ -164,7 +166,10 @@ class StreamCursor {
       if (!page.frames.empty()) {
         const auto& frame = page.frames.front();
         after_ = frame.sequence;
-        return StreamLogEvent{LogRing::cursorText(after_), LogEvent{ServiceCore::frameOf(frame, encoding_)}};
+        LogFrame out;
+        if (encoding_) out = ServiceCore::frameOf(frame, *encoding_);
+        else out.data = frame.bytes;
+        return StreamLogEvent{LogRing::cursorText(after_), LogEvent{std::move(out)}};
       }
       // Terminal only once its outputs were drained: no frame follows the state.
       if (auto result = record_->resultLocked()) {
@@ -184,7 +189,7 @@ class StreamCursor {
  private:
   std::shared_ptr<Record> record_;
   std::uint64_t after_;
-  LogEncoding encoding_;
+  std::optional<LogEncoding> encoding_;
   std::stop_token stop_;
   bool stateSent_ = false;
   bool done_ = false;
@@ -458,6 +463,17 @@ ProcessResult<LogStream> ServiceCore::streamLogs(const std::string& id, const Lo
                                                   std::move(stop)));
 }
 
+ProcessResult<PtyDuplex> ServiceCore::attach(const std::string& id) {
+  auto found = find(id);
+  if (auto* e = std::get_if<ProcessError>(&found)) return *e;
+  const auto& record = std::get<std::shared_ptr<Record>>(found);
+  if (record->snapshot().kind != ProcessKind::kPty)
+    return ProcessError{ProcessErrorCode::kUnsupported, "process " + id + " is not a PTY; stream its logs instead"};
+  std::stop_source stop;
+  auto cursor = std::make_unique<StreamCursor>(record, 0, std::nullopt, stop.get_token());
+  return PtyDuplex(shared_from_this(), id, std::move(stop), std::move(cursor));
+}
+
 ProcessResult<WaitResult> ServiceCore::wait(const std::string& id,
                                             std::optional<std::chrono::milliseconds> timeout) const {
   if (timeout && timeout->count() < 0)
@@ -666,6 +682,33 @@ LogStream& LogStream::operator=(LogStream&&) noexcept = default;
 LogStream::~LogStream() = default;
 std::optional<StreamLogEvent> LogStream::next() { return cursor_ ? cursor_->next() : std::nullopt; }
 
+PtyDuplex::PtyDuplex(std::shared_ptr<ServiceCore> core, std::string id, std::stop_source stop,
+                     std::unique_ptr<process::StreamCursor> cursor)
+    : core_(std::move(core)), id_(std::move(id)), stop_(std::move(stop)), cursor_(std::move(cursor)) {}
+PtyDuplex::PtyDuplex(PtyDuplex&&) noexcept = default;
+PtyDuplex& PtyDuplex::operator=(PtyDuplex&&) noexcept = default;
+PtyDuplex::~PtyDuplex() = default;
+
+std::optional<std::string> PtyDuplex::read() {
+  truncated_ = false;
+  while (cursor_) {
+    auto event = cursor_->next();
+    if (!event) return std::nullopt;  // eof, or closed
+    if (auto* log = std::get_if<LogEvent>(&event->event)) return std::move(log->frame.data);
+    if (std::holds_alternative<WarningEvent>(event->event)) truncated_ = true;
+    // The state event: the eof follows.
+  }
+  return std::nullopt;
+}
+
+ProcessStatus PtyDuplex::write(std::string_view data) const {
+  if (stop_.stop_requested())
+    return ProcessError{ProcessErrorCode::kUnsupported, "this connection to process " + id_ + " was closed; attach again"};
+  return core_->stdin(id_, data, false);
+}
+
+void PtyDuplex::close() noexcept { stop_.request_stop(); }
+
 const std::string& ProcessHandle::sandboxId() const noexcept { return core_->sandboxId(); }
 ProcessResult<ProcessDto> ProcessHandle::get() const { return core_->get(id_); }
 ProcessResult<LogsPage> ProcessHandle::logs(const LogsOptions& options) const { return core_->logs(id_, options); }
@@ -728,12 +771,23 @@ ProcessStatus Session::remove() const { return core_->sessionRemove(id_); }
 namespace stockade {
 
 ProcessStatus ProcessHandle::resize(TerminalSize size) const { return core_->resize(id_, size); }
+ProcessResult<PtyDuplex> ProcessHandle::attach() const { return core_->attach(id_); }
 
 ProcessResult<ProcessHandle> PtyService::start(std::optional<std::string> command, ProcessStartOptions options,
                                                TerminalSize size) const {
   ProcessCommand c;
   c.cmd = std::move(command);
   return core_->start(c, options, ProcessKind::kPty, size);
+}
+
+ProcessResult<PtyAttachment> PtyService::attach(std::optional<std::string> command, ProcessStartOptions options,
+                                                TerminalSize size) const {
+  auto started = start(std::move(command), std::move(options), size);
+  if (auto* e = std::get_if<ProcessError>(&started)) return *e;
+  auto& handle = std::get<ProcessHandle>(started);
+  auto connection = handle.attach();
+  if (auto* e = std::get_if<ProcessError>(&connection)) return *e;
+  return PtyAttachment{std::move(handle), std::get<PtyDuplex>(std::move(connection))};
 }
 
 }  // namespace stockade

@@ -33,6 +33,7 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
 
   ProcessResult<LogsPage> logs(const std::string& id, const LogsOptions& options) const;
   ProcessResult<LogStream> streamLogs(const std::string& id, const LogsOptions& options, std::stop_token stop);
+  ProcessResult<PtyDuplex> attach(const std::string& id);
   ProcessResult<WaitResult> wait(const std::string& id, std::optional<std::chrono::milliseconds> timeout) const;
   ProcessStatus kill(const std::string& id, const KillOptions& options) const;
   ProcessStatus stdin(const std::string& id, std::string_view data, bool eof) const;

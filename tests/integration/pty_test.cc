@@ -82,6 +82,66 @@ TEST_F(PtyTest, AnInteractiveBashHasJobControl) {
   (void)ok(h.wait(30s));
 }
 
+// Reads `duplex` until its bytes contain `text`, or it ends.
+std::string readDuplexUntil(PtyDuplex& duplex, std::string& seen, const std::string& text) {
+  while (seen.find(text) == std::string::npos) {
+    auto bytes = duplex.read();
+    if (!bytes) break;
+    seen += *bytes;
+  }
+  return seen;
+}
+
+TEST_F(PtyTest, AnAttachedDuplexSeesTheFirstBytesAndCarriesInputBothWays) {
+  auto [h, duplex] = take(service().pty().attach("echo first-line; while read l; do echo got-$l; done", inWork()));
+  std::string seen;
+  readDuplexUntil(duplex, seen, "first-line");
+  EXPECT_NE(seen.find("first-line"), std::string::npos) << seen;  // written before the caller could read
+  ASSERT_FALSE(duplex.write("abc\n"));
+  readDuplexUntil(duplex, seen, "got-abc");
+  EXPECT_NE(seen.find("got-abc"), std::string::npos) << seen;
+  EXPECT_FALSE(duplex.truncated());
+  ASSERT_FALSE(h.kill({.signal = ProcessSignal::kKill}));
+  // The end of the process ends the reading.
+  while (duplex.read()) {
+  }
+  (void)ok(h.wait(30s));
+}
+
+TEST_F(PtyTest, ClosingADuplexDetachesWhileTheProcessRunsOn) {
+  auto h = ok(service().pty().start("echo ready; read l; echo got-$l", inWork()));
+  auto duplex = take(h.attach());
+  std::string seen;
+  readDuplexUntil(duplex, seen, "ready");
+  // close() from another thread wakes a read() that waits for output.
+  std::thread closer([&] {
+    std::this_thread::sleep_for(100ms);
+    duplex.close();
+  });
+  EXPECT_EQ(duplex.read(), std::nullopt);
+  closer.join();
+  auto refused = duplex.write("x\n");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->code, ProcessErrorCode::kUnsupported);
+  EXPECT_EQ(ok(h.get()).state, ProcessState::kRunning);
+  // A second attach replays what was retained and still reaches the program.
+  auto again = take(h.attach());
+  std::string replay;
+  readDuplexUntil(again, replay, "ready");
+  ASSERT_FALSE(again.write("more\n"));
+  readDuplexUntil(again, replay, "got-more");
+  EXPECT_NE(replay.find("got-more"), std::string::npos) << replay;
+  (void)ok(h.wait(30s));
+}
+
+TEST_F(PtyTest, OnlyPtyProcessesAttach) {
+  auto plain = startSh("sleep 5");
+  auto refused = plain.attach();
+  ASSERT_TRUE(std::holds_alternative<ProcessError>(refused));
+  EXPECT_EQ(std::get<ProcessError>(refused).code, ProcessErrorCode::kUnsupported);
+  ASSERT_FALSE(plain.kill({.signal = ProcessSignal::kKill}));
+}
+
 TEST_F(PtyTest, OnlyPtyProcessesResizeAndBadSizesAreCallerBugs) {
   auto plain = startSh("true");
   auto refused = plain.resize({.cols = 10, .rows = 10});
