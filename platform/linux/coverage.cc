@@ -32,6 +32,7 @@ std::string shown(const MountPlan& plan, const MountView& v) {
   if (v.op) return std::string(mountOpName(v.op->kind)) + " at " + policy::quote(v.op->path);
   switch (plan.root) {
     case MountPlan::Root::kEmpty: return "the empty root";
+    case MountPlan::Root::kRebuilt: return "the rebuilt root (the host's top-level entries and /workspace)";
     case MountPlan::Root::kHostBrokered: return "the brokered host root";
     case MountPlan::Root::kHostReadOnly: break;
   }
@@ -76,6 +77,8 @@ class Checker {
                              &fs.mandatoryDenyWrite})
       points.insert(points.end(), list->begin(), list->end());
     for (const auto& op : plan_.mounts.ops) points.push_back(op.path);
+    // Shown at /workspace too, with the view it has here.
+    if (plan_.mounts.workspace) points.push_back(plan_.mounts.workspace.host);
     std::sort(points.begin(), points.end());
     points.erase(std::unique(points.begin(), points.end()), points.end());
     return points;

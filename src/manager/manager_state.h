@@ -32,6 +32,9 @@ class ManagedSandbox : public process::SandboxContext {
   process::Admission admit(const AdmitRequest& request) override;
   bool live() const override;
   const std::string& sandboxId() const override { return sandboxId_; }
+  // The process-global manager's sandbox has no workspace: its children see
+  // the host's paths, and start in the manager's process's cwd.
+  std::string workspace() const override { return {}; }
   std::string defaultCwd() const override { return defaultCwd_; }
   process::Launcher& launcher() override { return runtime_.launcher; }
   process::EventLoop& loop() override { return runtime_.supervisor.loop(); }
