@@ -463,5 +463,91 @@ TEST_F(CoverageTest, TheSandboxsSharesOfPerUserCountersMustBeInstalled) {
   EXPECT_TRUE(names(check(r, ptys).uncovered, "kernel.pty.max")) << texts(check(r, ptys).uncovered);
 }
 
+// --- the workspace at /workspace ----------------------------------------------
+
+TEST(WorkspaceMountTest, SandboxPathsBeneathWorkspaceNameTheWorkspacesHostPaths) {
+  const WorkspaceMount w{"/srv/ws"};
+  EXPECT_EQ(w.hostPath("/workspace"), "/srv/ws");
+  EXPECT_EQ(w.hostPath("/workspace/a/b"), "/srv/ws/a/b");
+  EXPECT_EQ(w.hostPath("/workspaces/a"), "/workspaces/a");  // a sibling name, not beneath
+  EXPECT_EQ(w.hostPath("/etc/passwd"), "/etc/passwd");
+  EXPECT_EQ(w.sandboxPath("/srv/ws"), "/workspace");
+  EXPECT_EQ(w.sandboxPath("/srv/ws/a"), "/workspace/a");
+  EXPECT_EQ(w.sandboxPath("/srv/wsx"), "/srv/wsx");
+  // A workspace that is /workspace on the host needs no mount of its own.
+  const WorkspaceMount same{"/workspace"};
+  EXPECT_FALSE(same.aliased());
+  EXPECT_EQ(same.hostPath("/workspace/a"), "/workspace/a");
+  EXPECT_FALSE(WorkspaceMount{}.aliased());
+}
+
+TEST_F(CoverageTest, TheWorkspaceIsShownLastWithItsOwnViewInARebuiltRoot) {
+  const DerivedRules r = rules({{"filesystem",
+                                 {{"denyRead", {ws_ + "/secret"}},
+                                  {"allowRead", nlohmann::json::array()},
+                                  {"allowWrite", {ws_}},
+                                  {"denyWrite", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_EQ(plan.mounts.root, MountPlan::Root::kRebuilt);
+  ASSERT_FALSE(plan.mounts.ops.empty());
+  EXPECT_EQ(plan.mounts.ops.back().kind, Kind::kWorkspace);
+  EXPECT_EQ(plan.mounts.ops.back().path, "/workspace");
+  EXPECT_EQ(plan.mounts.ops.back().target, ws_);
+  // The host's top-level trees, read-only; the workspace's rules at its path.
+  EXPECT_EQ(viewAt(plan.mounts, "/usr/bin").source, Source::kHost);
+  EXPECT_FALSE(viewAt(plan.mounts, "/usr/bin").writable);
+  EXPECT_EQ(viewAt(plan.mounts, ws_ + "/secret").source, Source::kEmpty);
+  EXPECT_TRUE(viewAt(plan.mounts, ws_ + "/sub").brokered);
+  // What the host has at /workspace is not shown: the workspace is.
+  const MountView hidden = viewAt(plan.mounts, "/workspace/anything");
+  EXPECT_EQ(hidden.source, Source::kEmpty);
+  ASSERT_NE(hidden.op, nullptr);
+  EXPECT_EQ(hidden.op->kind, Kind::kWorkspace);
+  // Without a workspace the plan is today's: the host root, no /workspace.
+  SandboxPlan plain = planSandbox(r, std::nullopt);
+  EXPECT_EQ(plain.mounts.root, MountPlan::Root::kHostReadOnly);
+  EXPECT_TRUE(std::none_of(plain.mounts.ops.begin(), plain.mounts.ops.end(),
+                           [](const MountPlan::Op& op) { return op.kind == Kind::kWorkspace; }));
+}
+
+TEST_F(CoverageTest, AMaskUnderTheWorkspaceIsRequiredForWhatWorkspaceShows) {
+  const DerivedRules r = rules({{"filesystem",
+                                 {{"denyRead", {ws_ + "/secret"}},
+                                  {"allowRead", nlohmann::json::array()},
+                                  {"allowWrite", {ws_}},
+                                  {"denyWrite", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  dropOp(plan.mounts, Kind::kMask, ws_ + "/secret");
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"" + ws_ + "/secret\"")) << texts(c.uncovered);
+}
+
+TEST_F(CoverageTest, AHostPathTheWorkspaceHidesCannotBeWrittenAndTheSpawnIsRefused) {
+  // The policy names the host's /workspace/out; the sandbox shows the
+  // workspace there instead: fail closed, naming the entry.
+  const DerivedRules r = rules({{"filesystem",
+                                 {{"denyRead", nlohmann::json::array()},
+                                  {"allowRead", nlohmann::json::array()},
+                                  {"allowWrite", {ws_, "/workspace/out"}},
+                                  {"denyWrite", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  EXPECT_TRUE(names(plan.uncovered, "filesystem.allowWrite \"/workspace/out\"")) << texts(plan.uncovered);
+}
+
+TEST_F(CoverageTest, TheBrokeredHostRootWithAWorkspaceIsRefused) {
+  // allowWrite "/": the rebuilt root is the sandbox's own tmpfs, which the
+  // broker does not write -- refused rather than run with "/" unwritable.
+  const DerivedRules r = rules({{"filesystem",
+                                 {{"denyRead", nlohmann::json::array()},
+                                  {"allowRead", nlohmann::json::array()},
+                                  {"allowWrite", {"/"}},
+                                  {"denyWrite", nlohmann::json::array()},
+                                  {"allowWriteSystemPaths", true}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  EXPECT_TRUE(names(plan.uncovered, "filesystem.allowWrite \"/\"")) << texts(plan.uncovered);
+}
+
 }  // namespace
 }  // namespace stockade::platform
