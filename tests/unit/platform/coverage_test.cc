@@ -524,6 +524,29 @@ TEST_F(CoverageTest, AMaskUnderTheWorkspaceIsRequiredForWhatWorkspaceShows) {
   EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"" + ws_ + "/secret\"")) << texts(c.uncovered);
 }
 
+TEST_F(CoverageTest, AWorkspaceMountThatIsNotTheLastOneOfTheWorkspaceIsNamed) {
+  const DerivedRules r = rules({{"filesystem",
+                                 {{"denyRead", nlohmann::json::array()},
+                                  {"allowRead", nlohmann::json::array()},
+                                  {"allowWrite", {ws_}},
+                                  {"denyWrite", nlohmann::json::array()}}}});
+  const SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  const std::string gap = "workspace \"" + ws_ + "\"";
+  SandboxPlan missing = plan;
+  dropOp(missing.mounts, Kind::kWorkspace, "/workspace");
+  EXPECT_TRUE(names(check(r, missing).uncovered, gap)) << texts(check(r, missing).uncovered);
+  SandboxPlan elsewhere = plan;
+  elsewhere.mounts.ops.back().target = home_;  // the child would see another tree than the broker writes
+  EXPECT_TRUE(names(check(r, elsewhere).uncovered, gap));
+  SandboxPlan early = plan;  // before the ops it must copy
+  std::rotate(early.mounts.ops.begin(), early.mounts.ops.end() - 1, early.mounts.ops.end());
+  EXPECT_TRUE(names(check(r, early).uncovered, gap));
+  SandboxPlan hostRoot = plan;
+  hostRoot.mounts.root = MountPlan::Root::kHostReadOnly;
+  EXPECT_TRUE(names(check(r, hostRoot).uncovered, gap));
+}
+
 TEST_F(CoverageTest, AHostPathTheWorkspaceHidesCannotBeWrittenAndTheSpawnIsRefused) {
   // The policy names the host's /workspace/out; the sandbox shows the
   // workspace there instead: fail closed, naming the entry.
