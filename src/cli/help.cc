@@ -188,7 +188,8 @@ constexpr HelpFlag kSandboxNarrowFlags[] = {
     {"policy", "FILE", "the narrower policy"},
     STOCKADE_CLIENT_FLAGS};
 constexpr HelpFlag kExecFlags[] = {
-    {"cwd", "DIR", "its working directory, absolute (default: the workspace)"},
+    {"cwd", "DIR",
+     "its working directory, absolute, in the sandbox (default: /workspace,\nwhere the sandbox's workspace is mounted)"},
     {"env", "NAME=VALUE", "a variable added after the policy's env.allow names", true},
     {"timeout-ms", "N", "the daemon kills it after N milliseconds (exit 124)"},
     {"key", "KEY", "its processKey: the durable name terminate and crash recovery use"},
