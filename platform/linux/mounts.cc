@@ -3,6 +3,7 @@
 // planMounts() is the exception: it runs in the parent.
 #include "platform/linux/mounts.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -10,8 +11,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-
-#include <dirent.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -482,8 +481,9 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
     if (DIR* d = ::opendir("/")) {
       while (const dirent* e = ::readdir(d)) {
         std::string p = std::string("/") + e->d_name;
-        if (p == "/." || p == "/.." || p == "/proc" || p == "/dev" || (p == "/tmp" && !hostTmp) || hostWritable(p) ||
-            beneath(WorkspaceMount::kMountPoint, p))
+        // (/tmp is the private one, or the host's brokered.)
+        if (p == "/." || p == "/.." || p == "/proc" || p == "/dev" || p == "/tmp" || hostWritable(p) ||
+            p == WorkspaceMount::kMountPoint)
           continue;
         topLevel.push_back(std::move(p));
       }
@@ -660,8 +660,8 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       return error.fail(SetupStep::kMounts);
     }
   }
-  // 4. The new root: the host tree, or (denyRead "/") an empty tmpfs that
-  //    stays writable until every mount point in it is made.
+  // 4. The new root: the host tree, or (denyRead "/", a workspace) an empty
+  //    tmpfs that stays writable until every mount point in it is made.
   if (emptyRoot) {
     if (::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
       error.add("mount(\"tmpfs\", \"/tmp/root\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kSmallTmpfs).add(")");

@@ -84,6 +84,15 @@ class CoverageTest : public ::testing::Test {
                     {"allowWriteSystemPaths", c.systemPaths}}},
                   {"network", {{"allowedDomains", nlohmann::json::array()}, {"allowUnixSockets", nlohmann::json::array()}}}});
   }
+  // Every filesystem field spelt out: what the workspace tests vary.
+  DerivedRules workspaceRules(nlohmann::json denyRead, nlohmann::json allowWrite, bool systemPaths = false) const {
+    return rules({{"filesystem",
+                   {{"denyRead", std::move(denyRead)},
+                    {"allowRead", nlohmann::json::array()},
+                    {"allowWrite", std::move(allowWrite)},
+                    {"denyWrite", nlohmann::json::array()},
+                    {"allowWriteSystemPaths", systemPaths}}}});
+  }
   // A fresh check of `plan` (possibly changed by the test) against `r`.
   static EnforcementPlan enforcement(const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
     const EnforcementReport& r = plan.report;
@@ -482,11 +491,7 @@ TEST(WorkspaceMountTest, SandboxPathsBeneathWorkspaceNameTheWorkspacesHostPaths)
 }
 
 TEST_F(CoverageTest, TheWorkspaceIsShownLastWithItsOwnViewInARebuiltRoot) {
-  const DerivedRules r = rules({{"filesystem",
-                                 {{"denyRead", {ws_ + "/secret"}},
-                                  {"allowRead", nlohmann::json::array()},
-                                  {"allowWrite", {ws_}},
-                                  {"denyWrite", nlohmann::json::array()}}}});
+  const DerivedRules r = workspaceRules({ws_ + "/secret"}, {ws_});
   SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
   ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
   EXPECT_EQ(plan.mounts.root, MountPlan::Root::kRebuilt);
@@ -512,11 +517,7 @@ TEST_F(CoverageTest, TheWorkspaceIsShownLastWithItsOwnViewInARebuiltRoot) {
 }
 
 TEST_F(CoverageTest, AMaskUnderTheWorkspaceIsRequiredForWhatWorkspaceShows) {
-  const DerivedRules r = rules({{"filesystem",
-                                 {{"denyRead", {ws_ + "/secret"}},
-                                  {"allowRead", nlohmann::json::array()},
-                                  {"allowWrite", {ws_}},
-                                  {"denyWrite", nlohmann::json::array()}}}});
+  const DerivedRules r = workspaceRules({ws_ + "/secret"}, {ws_});
   SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
   ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
   dropOp(plan.mounts, Kind::kMask, ws_ + "/secret");
@@ -525,11 +526,7 @@ TEST_F(CoverageTest, AMaskUnderTheWorkspaceIsRequiredForWhatWorkspaceShows) {
 }
 
 TEST_F(CoverageTest, AWorkspaceMountThatIsNotTheLastOneOfTheWorkspaceIsNamed) {
-  const DerivedRules r = rules({{"filesystem",
-                                 {{"denyRead", nlohmann::json::array()},
-                                  {"allowRead", nlohmann::json::array()},
-                                  {"allowWrite", {ws_}},
-                                  {"denyWrite", nlohmann::json::array()}}}});
+  const DerivedRules r = workspaceRules(nlohmann::json::array(), {ws_});
   const SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
   ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
   const std::string gap = "workspace \"" + ws_ + "\"";
@@ -550,11 +547,7 @@ TEST_F(CoverageTest, AWorkspaceMountThatIsNotTheLastOneOfTheWorkspaceIsNamed) {
 TEST_F(CoverageTest, AHostPathTheWorkspaceHidesCannotBeWrittenAndTheSpawnIsRefused) {
   // The policy names the host's /workspace/out; the sandbox shows the
   // workspace there instead: fail closed, naming the entry.
-  const DerivedRules r = rules({{"filesystem",
-                                 {{"denyRead", nlohmann::json::array()},
-                                  {"allowRead", nlohmann::json::array()},
-                                  {"allowWrite", {ws_, "/workspace/out"}},
-                                  {"denyWrite", nlohmann::json::array()}}}});
+  const DerivedRules r = workspaceRules(nlohmann::json::array(), {ws_, "/workspace/out"});
   SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
   EXPECT_TRUE(names(plan.uncovered, "filesystem.allowWrite \"/workspace/out\"")) << texts(plan.uncovered);
 }
@@ -562,12 +555,7 @@ TEST_F(CoverageTest, AHostPathTheWorkspaceHidesCannotBeWrittenAndTheSpawnIsRefus
 TEST_F(CoverageTest, TheBrokeredHostRootWithAWorkspaceIsRefused) {
   // allowWrite "/": the rebuilt root is the sandbox's own tmpfs, which the
   // broker does not write -- refused rather than run with "/" unwritable.
-  const DerivedRules r = rules({{"filesystem",
-                                 {{"denyRead", nlohmann::json::array()},
-                                  {"allowRead", nlohmann::json::array()},
-                                  {"allowWrite", {"/"}},
-                                  {"denyWrite", nlohmann::json::array()},
-                                  {"allowWriteSystemPaths", true}}}});
+  const DerivedRules r = workspaceRules(nlohmann::json::array(), {"/"}, true);
   SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
   EXPECT_TRUE(names(plan.uncovered, "filesystem.allowWrite \"/\"")) << texts(plan.uncovered);
 }
