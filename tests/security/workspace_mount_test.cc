@@ -90,6 +90,24 @@ TEST_F(WorkspaceMountTest, ProtectedNamesUnderTheWorkspaceAreRefusedThroughWorks
   EXPECT_EQ(slurp(ws + "/bashrc-notes"), "probe\n");
 }
 
+TEST_F(WorkspaceMountTest, SymlinksFollowedThroughWorkspaceAreDecidedByWhatTheyName) {
+  // Relative links resolve in the child's view (beneath /workspace), absolute
+  // ones as the child spells them: each write is decided at the host name.
+  ASSERT_EQ(::symlink(".bashrc", (ws + "/rc-link").c_str()), 0);
+  ASSERT_EQ(::symlink("locked/file", (ws + "/locked-link").c_str()), 0);
+  ASSERT_EQ(::symlink("/workspace/locked/file", (ws + "/abs-locked-link").c_str()), 0);
+  ASSERT_EQ(::symlink("sub/inner", (ws + "/inner-link").c_str()), 0);
+  ASSERT_EQ(::symlink("/workspace/sub/made-by-link", (ws + "/abs-new-link").c_str()), 0);
+  auto r = inside("$P write /workspace/rc-link; $P write /workspace/locked-link; $P write /workspace/abs-locked-link;"
+                  " cd /workspace/sub && $P write ../rc-link; $P write /workspace/inner-link &&"
+                  " $P write /workspace/abs-new-link && echo end");
+  EXPECT_EQ(r.out, "errno=EACCES\nerrno=EACCES\nerrno=EACCES\nerrno=EACCES\nend\n") << r.err;
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  EXPECT_EQ(slurp(ws + "/locked/file"), "LOCKED-ORIGINAL\n");
+  EXPECT_EQ(slurp(ws + "/sub/inner"), "probe\n") << "the allowed neighbour, through a relative link";
+  EXPECT_EQ(slurp(ws + "/sub/made-by-link"), "probe\n") << "a new file through an absolute /workspace link";
+}
+
 TEST_F(WorkspaceMountTest, ADenyReadPathUnderTheWorkspaceIsUnreadableThroughWorkspace) {
   auto r = inside("$P cat /workspace/secret/key; $P ls /workspace/secret; $P cat /workspace/README; echo end");
   EXPECT_EQ(r.out, "errno=ENOENT\nWORKSPACE-README\nend\n") << r.err;
