@@ -3,6 +3,7 @@
 //   bare      posix_spawn("/bin/true") + waitpid
 //   bwrap     bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc true
 //   stockade  build/stockade run -- /bin/true   (default policy; whole CLI)
+//             ... and with --workspace (the current directory at /workspace)
 //   spawn()   platform::spawn() + waitExit() in-process (default policy)
 // and the last two again under every limit (memoryBytes, pids, cpuSeconds,
 // fileSizeBytes: the sandbox cgroup, the fallocate filter variant).
@@ -44,10 +45,11 @@ double runExternal(const std::vector<std::string>& argv) {
   return std::chrono::duration<double, std::milli>(end - start).count();
 }
 
-double runLibrary(const stockade::DerivedRules& rules, const std::string& cwd) {
+double runLibrary(const stockade::DerivedRules& rules, const std::string& cwd, const std::string& workspace = "") {
   auto start = Clock::now();
   stockade::platform::SpawnRequest request{rules, {"/bin/true"}, cwd, {"PATH=/usr/bin:/bin", "TMPDIR=/tmp"}};
   request.onMissingLayer = stockade::platform::OnMissingLayer::kRunAndReport;
+  request.workspace = workspace;
   auto spawned = stockade::platform::spawn(request);
   if (!std::holds_alternative<stockade::platform::Child>(spawned)) {
     std::fprintf(stderr, "spawn: %s\n", std::get<stockade::platform::SpawnError>(spawned).message().c_str());
@@ -101,9 +103,12 @@ int main(int argc, char** argv) {
                                           "--proc", "/proc", "true"};
   const std::vector<std::string> cli = {STOCKADE_CLI_PATH, "run", "--", "/bin/true"};
   const std::vector<std::string> limitedCli = {STOCKADE_CLI_PATH, "run", "--policy", policyPath, "--", "/bin/true"};
-  Series series[6] = {{"bare /bin/true", {}},     {"bwrap --unshare-all", {}},
+  // The current directory shown at /workspace (the root rebuilt around it).
+  const std::vector<std::string> workspaceCli = {STOCKADE_CLI_PATH, "run", "--workspace", cwd, "--", "/bin/true"};
+  Series series[8] = {{"bare /bin/true", {}},     {"bwrap --unshare-all", {}},
                       {"stockade run (CLI)", {}}, {"platform::spawn()", {}},
-                      {"  ... CLI, all limits", {}}, {"  ... spawn(), all limits", {}}};
+                      {"  ... CLI, all limits", {}}, {"  ... spawn(), all limits", {}},
+                      {"  ... CLI, --workspace", {}}, {"  ... spawn(), workspace", {}}};
   bool haveBwrap = ::access(bwrap[0].c_str(), X_OK) == 0;
   for (int warm = 0; warm < 5; ++warm) {
     runExternal(bare);
@@ -112,6 +117,8 @@ int main(int argc, char** argv) {
     runLibrary(rules, cwd);
     runExternal(limitedCli);
     runLibrary(limitedRules, cwd);
+    runExternal(workspaceCli);
+    runLibrary(rules, "/workspace", cwd);
   }
   for (int i = 0; i < runs; ++i) {
     double t;
@@ -121,6 +128,8 @@ int main(int argc, char** argv) {
     if ((t = runLibrary(rules, cwd)) >= 0) series[3].ms.push_back(t);
     if ((t = runExternal(limitedCli)) >= 0) series[4].ms.push_back(t);
     if ((t = runLibrary(limitedRules, cwd)) >= 0) series[5].ms.push_back(t);
+    if ((t = runExternal(workspaceCli)) >= 0) series[6].ms.push_back(t);
+    if ((t = runLibrary(rules, "/workspace", cwd)) >= 0) series[7].ms.push_back(t);
   }
   ::unlink(policyPath);
   std::printf("spawn latency of /bin/true, %d interleaved runs each (ms)\n", runs);
@@ -140,6 +149,12 @@ int main(int argc, char** argv) {
     std::printf("CLI, all limits / CLI   = %.2fx   (%+.3f ms)\n", series[4].pct(0.5) / cliMed, series[4].pct(0.5) - cliMed);
     std::printf("spawn(), all limits / spawn() = %.2fx   (%+.3f ms)\n", series[5].pct(0.5) / libMed,
                 series[5].pct(0.5) - libMed);
+  }
+  if (!series[6].ms.empty() && !series[7].ms.empty()) {
+    std::printf("CLI, --workspace / CLI  = %.2fx   (%+.3f ms)\n", series[6].pct(0.5) / cliMed,
+                series[6].pct(0.5) - cliMed);
+    std::printf("spawn(), workspace / spawn() = %.2fx   (%+.3f ms)\n", series[7].pct(0.5) / libMed,
+                series[7].pct(0.5) - libMed);
   }
   if (!series[1].ms.empty()) {
     double bwrapMed = series[1].pct(0.5);

@@ -57,10 +57,20 @@ struct Completion {
   std::optional<std::string> limit;
 };
 
+// How the sandbox is made (createSandbox()).
+struct SandboxOptions {
+  // An existing host directory the sandbox's children see at /workspace
+  // (and at its own path, under the same rules), their default cwd; relative
+  // policy paths resolve against it. Unset: no workspace -- children see the
+  // host's paths only, and relative policy paths resolve against this
+  // process's cwd.
+  std::optional<std::string> workspace;
+};
+
 struct RunOptions {
   std::vector<std::string> argv;           // non-empty; run directly, not through a shell
   std::string correlationId;               // non-empty; appears in audit events
-  std::string cwd;                         // absolute
+  std::string cwd;                         // absolute, in the sandbox's view (/workspace... with a workspace)
   // An ADDITIVE overlay on the child's environment, applied last. It never
   // widens what the deployment allowed: the proxy variables stay stockade's,
   // and names are [A-Za-z_][A-Za-z0-9_]* not starting with "_t".
@@ -174,12 +184,14 @@ class SandboxManager {
  public:
   static SandboxManager& instance();
 
-  // The first call admits `policy` (derived against this process's cwd and
-  // HOME) as the baseline. A later call must be a narrowing of the live
-  // policy, which it then narrows for every handle; otherwise it throws
-  // E_SANDBOX_POLICY_CONFLICT naming both policies by fingerprint and the
-  // widening entry.
-  SandboxHandle createSandbox(const SandboxPolicy& policy);
+  // The first call admits `policy` (derived against the workspace, else this
+  // process's cwd, and HOME) as the baseline, with `options`' workspace
+  // (std::invalid_argument naming it when it is not an existing directory).
+  // A later call must be a narrowing of the live policy, which it then
+  // narrows for every handle, and name no other workspace; otherwise it
+  // throws E_SANDBOX_POLICY_CONFLICT naming both policies by fingerprint and
+  // the widening entry (or both workspaces).
+  SandboxHandle createSandbox(const SandboxPolicy& policy, const SandboxOptions& options = {});
 
   // A handle over the sandbox someone else in this process created.
   // Throws E_SANDBOX_NOT_INITIALIZED when there is none.

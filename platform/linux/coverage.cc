@@ -32,6 +32,7 @@ std::string shown(const MountPlan& plan, const MountView& v) {
   if (v.op) return std::string(mountOpName(v.op->kind)) + " at " + policy::quote(v.op->path);
   switch (plan.root) {
     case MountPlan::Root::kEmpty: return "the empty root";
+    case MountPlan::Root::kRebuilt: return "the rebuilt root (the host's top-level entries and /workspace)";
     case MountPlan::Root::kHostBrokered: return "the brokered host root";
     case MountPlan::Root::kHostReadOnly: break;
   }
@@ -52,6 +53,7 @@ class Checker {
 
   Coverage run() {
     filesystem();
+    workspace();
     protectedNames();
     readOnlyMounts();
     landlock();
@@ -76,9 +78,30 @@ class Checker {
                              &fs.mandatoryDenyWrite})
       points.insert(points.end(), list->begin(), list->end());
     for (const auto& op : plan_.mounts.ops) points.push_back(op.path);
+    // Shown at /workspace too, with the view it has here.
+    if (plan_.mounts.workspace) points.push_back(plan_.mounts.workspace.host);
     std::sort(points.begin(), points.end());
     points.erase(std::unique(points.begin(), points.end()), points.end());
     return points;
+  }
+
+  // The workspace at /workspace: the one operation, last of all (so that it
+  // copies the final view, which the checks at the workspace's own paths
+  // cover), of the workspace the broker maps /workspace to.
+  void workspace() {
+    const MountPlan& mounts = plan_.mounts;
+    if (!mounts.workspace.aliased()) return;
+    const auto count = std::count_if(mounts.ops.begin(), mounts.ops.end(),
+                                     [](const MountPlan::Op& op) { return op.kind == MountPlan::Op::Kind::kWorkspace; });
+    const MountPlan::Op* last = mounts.ops.empty() ? nullptr : &mounts.ops.back();
+    if (count != 1 || last->kind != MountPlan::Op::Kind::kWorkspace || last->path != WorkspaceMount::kMountPoint ||
+        last->target != mounts.workspace.host)
+      uncovered(entry("workspace", mounts.workspace.host),
+                "not shown at /workspace by one last mount of its own final view, which is what the write broker "
+                "decides names beneath /workspace as");
+    else if (mounts.root != MountPlan::Root::kRebuilt && mounts.root != MountPlan::Root::kEmpty)
+      uncovered(entry("workspace", mounts.workspace.host),
+                "/workspace would need a mount point on the host's root: the root must be the sandbox's own");
   }
 
   void filesystem() {

@@ -21,7 +21,7 @@ namespace {
 // As maskOf() for a host path as written and as its real path: both must
 // show (a carve-out of /usr does not make the link /lib64 -> usr/lib64 appear).
 std::string hiddenBy(const MountPlan& mounts, const std::string& path) {
-  if (auto mask = maskOf(mounts, policy::lexicallyNormal(path)); !mask.empty()) return mask;
+  if (auto mask = maskOf(mounts, mounts.workspace.hostPath(policy::lexicallyNormal(path))); !mask.empty()) return mask;
   std::string mask;
   if (char* real = ::realpath(path.c_str(), nullptr)) {
     mask = maskOf(mounts, real);
@@ -86,6 +86,7 @@ std::vector<std::string> programFiles(const ProgramRequest& program) {
 std::string maskOf(const MountPlan& mounts, const std::string& normal) {
   MountView v = viewAt(mounts, normal);
   if (v.source != MountView::Source::kEmpty) return "";
+  if (!v.op && mounts.root == MountPlan::Root::kRebuilt) return "";  // a top-level name the host lacks
   return v.op ? v.op->path : "/";
 }
 
@@ -97,7 +98,8 @@ std::string hiddenCwdDetail(const std::string& cwd, const std::string& mask) {
 std::string hiddenDetail(SetupStep step, int error, const MountPlan& mounts, const ProgramRequest& program) {
   if (step == SetupStep::kWorkingDir && error == ENOENT) {
     if (std::string mask = hiddenBy(mounts, program.cwd); !mask.empty()) return hiddenCwdDetail(program.cwd, mask);
-    if (viewAt(mounts, policy::lexicallyNormal(program.cwd)).source == MountView::Source::kPrivateTmp)
+    if (viewAt(mounts, mounts.workspace.hostPath(policy::lexicallyNormal(program.cwd))).source ==
+        MountView::Source::kPrivateTmp)
       return "the sandbox's /tmp is private: a host directory under /tmp is visible inside only when it is "
              "write-allowed (filesystem.allowWrite)";
     return "";

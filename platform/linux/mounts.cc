@@ -3,6 +3,7 @@
 // planMounts() is the exception: it runs in the parent.
 #include "platform/linux/mounts.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -55,8 +56,9 @@ int rank(Kind kind) {
     case Kind::kBrokered: return 2;
     case Kind::kReadOnly: return 3;
     case Kind::kMask: return 4;
+    case Kind::kWorkspace: return 5;
   }
-  return 5;
+  return 6;
 }
 
 // The entries of the minimal /dev a program may write (buildDev()).
@@ -342,6 +344,8 @@ HostSnapshot HostSnapshot::take(const MountPlan& plan) {
   for (const auto& op : plan.ops) {
     // The sandbox's own trees are not host objects.
     if (op.kind == Kind::kPrivateTmp || op.kind == Kind::kProc || op.kind == Kind::kDev) continue;
+    // A second view of objects the other operations hold.
+    if (op.kind == Kind::kWorkspace) continue;
     if (beneath(op.path, "/proc")) continue;
     add(op.path, op.kind == Kind::kReadOnly);
   }
@@ -378,6 +382,7 @@ const char* mountOpName(Kind kind) noexcept {
     case Kind::kBrokered: return "a brokered tree";
     case Kind::kReadOnly: return "a read-only bind";
     case Kind::kMask: return "a mask";
+    case Kind::kWorkspace: return "the workspace's mount";
   }
   return "?";
 }
@@ -399,7 +404,8 @@ std::vector<std::string> MountPlan::ownTrees() const {
 
 MountView viewAt(const MountPlan& plan, std::string_view path) {
   MountView v;
-  v.source = plan.root == MountPlan::Root::kEmpty ? Source::kEmpty : Source::kHost;
+  const bool emptyRoot = plan.root == MountPlan::Root::kEmpty || plan.root == MountPlan::Root::kRebuilt;
+  v.source = emptyRoot ? Source::kEmpty : Source::kHost;
   v.brokered = plan.root == MountPlan::Root::kHostBrokered;
   for (const auto& op : plan.ops) {
     if (!beneath(path, op.path)) continue;
@@ -414,17 +420,34 @@ MountView viewAt(const MountPlan& plan, std::string_view path) {
       // through the tree's descriptor): a brokered view stays brokered.
       case Kind::kReadOnly: v.writable = false; break;
       case Kind::kMask: v = {Source::kEmpty, false, false, &op}; break;
+      // The host's object here is hidden, unless it is the workspace's own
+      // (a workspace beneath /workspace): that one shows, with its view.
+      case Kind::kWorkspace:
+        if (!beneath(path, op.target)) v = {Source::kEmpty, false, false, &op};
+        break;
     }
   }
   return v;
 }
 
-MountPlan planMounts(const DerivedRules& rules) {
+std::string WorkspaceMount::hostPath(std::string_view sandboxPath) const {
+  if (!aliased() || !beneath(sandboxPath, kMountPoint)) return std::string(sandboxPath);
+  return host + std::string(sandboxPath.substr(kMountPoint.size()));
+}
+
+std::string WorkspaceMount::sandboxPath(std::string_view hostPath) const {
+  if (!aliased() || !beneath(hostPath, host)) return std::string(hostPath);
+  return std::string(kMountPoint) + std::string(hostPath.substr(host == "/" ? 0 : host.size()));
+}
+
+MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace) {
   const auto& fs = rules.filesystem();
   // Writable through an allowWrite tree: the host's object, bound.
   auto hostWritable = [&](std::string_view p) { return beneathAny(p, fs.allowWrite) && rules.writable(p); };
   MountPlan plan;
+  plan.workspace = workspace;
   if (!rules.readable("/")) plan.root = MountPlan::Root::kEmpty;
+  else if (workspace.aliased()) plan.root = MountPlan::Root::kRebuilt;  // brokered root: refused by coverage
   else if (hostWritable("/")) plan.root = MountPlan::Root::kHostBrokered;
 
   // Every operation the rules could need, then, in path order, those that
@@ -451,6 +474,27 @@ MountPlan planMounts(const DerivedRules& rules) {
   for (const auto& p : fs.denyRead)
     if (p != "/") candidates.push_back({Kind::kMask, p});
   for (const auto& p : fs.allowRead) candidates.push_back({Kind::kCarveOut, p});
+  // The rebuilt root: the host's top-level entries, read-only, but those the
+  // sandbox provides itself or brokers, and what the host has at /workspace.
+  std::vector<std::string> topLevel;
+  if (plan.root == MountPlan::Root::kRebuilt) {
+    if (DIR* d = ::opendir("/")) {
+      while (const dirent* e = ::readdir(d)) {
+        std::string p = std::string("/") + e->d_name;
+        // (/tmp is the private one, or the host's brokered.)
+        if (p == "/." || p == "/.." || p == "/proc" || p == "/dev" || p == "/tmp" || hostWritable(p) ||
+            p == WorkspaceMount::kMountPoint)
+          continue;
+        topLevel.push_back(std::move(p));
+      }
+      ::closedir(d);
+    }
+    for (const auto& p : topLevel) candidates.push_back({Kind::kCarveOut, p});
+  }
+  // The workspace shows at /workspace only where it shows at its own path:
+  // one not otherwise visible (beneath the private /tmp, or the rebuilt root's
+  // /workspace) is bound read-only.
+  if (workspace.aliased()) candidates.push_back({Kind::kCarveOut, workspace.host});
   // An ancestor sorts first (a prefix), then by rank at one path.
   auto inOrder = [](const auto& a, const auto& b) {
     return a.path != b.path ? a.path < b.path : rank(a.kind) < rank(b.kind);
@@ -489,7 +533,8 @@ MountPlan planMounts(const DerivedRules& rules) {
       }
       case Kind::kMask: take = v.source == Source::kHost || v.source == Source::kProc || v.source == Source::kDev; break;
       case Kind::kCarveOut: {
-        if (!rules.readable(path) || v.source != Source::kEmpty) break;
+        const bool hiddenWorkspace = path == workspace.host && v.source == Source::kPrivateTmp;
+        if (!rules.readable(path) || (v.source != Source::kEmpty && !hiddenWorkspace)) break;
         struct stat st;
         if (::lstat(path.c_str(), &st) != 0) break;  // nothing to show
         if (S_ISLNK(st.st_mode)) {
@@ -502,11 +547,15 @@ MountPlan planMounts(const DerivedRules& rules) {
         take = true;
         break;
       }
-      case Kind::kLink: break;  // not a candidate
+      case Kind::kLink:
+      case Kind::kWorkspace: break;  // not candidates
     }
     if (take && (plan.ops.empty() || plan.ops.back().path != path || plan.ops.back().kind != c.kind))
       plan.ops.push_back({c.kind, path, std::move(target)});
   }
+
+  if (workspace.aliased())
+    plan.ops.push_back({Kind::kWorkspace, std::string(WorkspaceMount::kMountPoint), workspace.host});
 
   // Where the host mounts a brokered tree read-only (checkCoverage() names
   // each): the mount holding the tree, and the mounts beneath it.
@@ -572,8 +621,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
                                                             : " changed between planning and binding");
     return error.fail(SetupStep::kMounts);
   };
+  const bool emptyRoot = plan.root == MountPlan::Root::kEmpty || plan.root == MountPlan::Root::kRebuilt;
   Fd root(-1);
-  if (plan.root != MountPlan::Root::kEmpty) {
+  if (!emptyRoot) {
     root.fd = abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
     if (root.fd < 0) {
       error.add("open_tree(\"/\", OPEN_TREE_CLONE|AT_RECURSIVE)");
@@ -610,9 +660,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       return error.fail(SetupStep::kMounts);
     }
   }
-  // 4. The new root: the host tree, or (denyRead "/") an empty tmpfs that
-  //    stays writable until every mount point in it is made.
-  if (plan.root == MountPlan::Root::kEmpty) {
+  // 4. The new root: the host tree, or (denyRead "/", a workspace) an empty
+  //    tmpfs that stays writable until every mount point in it is made.
+  if (emptyRoot) {
     if (::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
       error.add("mount(\"tmpfs\", \"/tmp/root\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kSmallTmpfs).add(")");
       return error.fail(SetupStep::kMounts);
@@ -706,6 +756,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       case Kind::kLink: ok = makeLink(rootFd, p, op.target.c_str(), error); break;
       case Kind::kReadOnly: ok = readOnly(p); break;
       case Kind::kMask: ok = mask(p, op.sealAfter); break;
+      case Kind::kWorkspace: break;  // once the view it copies is sealed (step 7)
     }
     if (!ok) return false;
   }
@@ -720,9 +771,29 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     }
     if (!setAttr(top.fd, op.path.c_str(), MOUNT_ATTR_RDONLY, false, error)) return false;
   }
-  if (plan.root == MountPlan::Root::kEmpty && !setAttr(rootFd, "/", MOUNT_ATTR_RDONLY, false, error)) return false;
+  // 7. The workspace: a copy of its final view, every mount beneath it
+  //    included, at /workspace -- made in the sandbox's own root (a tmpfs:
+  //    nothing is created on the host).
+  for (const auto& op : plan.ops) {
+    if (op.kind != Kind::kWorkspace) continue;
+    const char* p = op.path.c_str();
+    Fd view(resolve(rootFd, op.target.c_str()));
+    if (view.fd < 0) {
+      error.add("openat2(newroot, ").quoted(op.target.c_str()).add(", RESOLVE_NO_SYMLINKS) (the workspace)");
+      return error.fail(SetupStep::kMounts);
+    }
+    Fd tree(abi::openTree(view.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+    if (tree.fd < 0) {
+      error.add("open_tree(").quoted(op.target.c_str()).add(", OPEN_TREE_CLONE|AT_RECURSIVE) (the workspace)");
+      return error.fail(SetupStep::kMounts);
+    }
+    Fd target(ensure(rootFd, p, true, error));
+    if (target.fd < 0) return error.fail(SetupStep::kMounts);
+    if (!attach(tree.fd, target.fd, p, error)) return false;
+  }
+  if (emptyRoot && !setAttr(rootFd, "/", MOUNT_ATTR_RDONLY, false, error)) return false;
 
-  // 7. Pivot into the new root and drop the host tree.
+  // 8. Pivot into the new root and drop the host tree.
   if (::fchdir(rootFd) != 0) {
     error.add("fchdir(\"/tmp/root\")");
     return error.fail(SetupStep::kMounts);

@@ -23,6 +23,15 @@
 //   masks       an empty read-only tmpfs over every read-denied directory and
 //               an empty read-only file (from a private tmpfs, never the host)
 //               over every read-denied file; allowRead carve-outs bound back
+//   /workspace  with a workspace (WorkspaceMount): the final view of the
+//               workspace's host directory -- its masks, read-only binds and
+//               brokered bind included -- bound again at /workspace, last of
+//               all. The host path stays visible at its own path too (a
+//               policy's absolute paths keep meaning host paths); what the
+//               host has at /workspace itself is hidden. So that a mount
+//               point exists without creating one on the host, "/" is then
+//               rebuilt (Root::kRebuilt): a tmpfs holding the host's
+//               top-level entries as read-only carve-outs, and /workspace.
 // Every tmpfs has a size: /tmp and /dev/shm sandboxTmpfsBytes() each, the
 // masks, the empty root, /dev and the staging tmpfs 4 KiB (they hold empty
 // files, directories and symlinks only, and all but the staging one are
@@ -56,12 +65,33 @@
 
 namespace stockade::platform {
 
+// The sandbox's workspace: a host directory shown at /workspace inside (and
+// at its own path). Paths the child names beneath /workspace are the
+// workspace's host paths for every decision (the rules, the write broker).
+struct WorkspaceMount {
+  static constexpr std::string_view kMountPoint = "/workspace";
+  std::string host;  // the workspace's real path on the host; empty: no workspace
+  explicit operator bool() const noexcept { return !host.empty(); }
+  // A host directory other than /workspace itself: it needs its own mount.
+  bool aliased() const noexcept { return !host.empty() && host != kMountPoint; }
+  // The host path a sandbox path (absolute, lexically normal) names: beneath
+  // /workspace, the workspace's; elsewhere the path itself.
+  std::string hostPath(std::string_view sandboxPath) const;
+  // Where the sandbox shows a host path: beneath the workspace, /workspace...;
+  // elsewhere the path itself.
+  std::string sandboxPath(std::string_view hostPath) const;
+};
+
 struct MountPlan {
   // What the sandbox's "/" is.
   enum class Root : std::uint8_t {
     kHostReadOnly,  // the host tree, read-only (the usual case)
     kHostBrokered,  // the host tree, read-only, and brokered: allowWrite "/" (allowWriteSystemPaths)
     kEmpty,         // an empty tmpfs, read-only once built: denyRead "/"
+    // An empty tmpfs, read-only once built, holding the host's top-level
+    // entries (kCarveOut, kLink) and the workspace's mount point: a
+    // workspace is shown at /workspace.
+    kRebuilt,
   };
   struct Op {
     enum class Kind : std::uint8_t {
@@ -76,13 +106,17 @@ struct MountPlan {
       // Over what is there.
       kReadOnly,    // the view at `path`, read-only at every depth
       kMask,        // an empty read-only tmpfs (directory) or file at `path`
+      // Last of all: the final view at `target` (the workspace's host path)
+      // bound at `path` (/workspace), with everything mounted beneath it.
+      kWorkspace,
     };
     Kind kind;
     std::string path;
-    std::string target;      // kLink: the link's text
+    std::string target;      // kLink: the link's text; kWorkspace: the workspace's host path
     bool sealAfter = false;  // kMask: kept writable until the operations inside it are in
   };
   Root root = Root::kHostReadOnly;
+  WorkspaceMount workspace;
   std::vector<Op> ops;  // in the order applied: every op after the ops at its ancestors
   // The trees the write broker serves, in the order of `writableFds`: "/"
   // when the root is kHostBrokered, then each kBrokered op's path.
@@ -135,10 +169,15 @@ struct MountView {
   bool brokered = false;
   const MountPlan::Op* op = nullptr;  // the operation that decided the source; nullptr: the root
 };
-// `path` absolute and lexically normal (a real path, as in the rules).
+// What the sandbox shows of the host's object at `path` (absolute and
+// lexically normal: a real host path, as in the rules). An object of the
+// workspace is also shown at /workspace..., with this same view; the host's
+// objects beneath /workspace outside the workspace are hidden by it (kEmpty,
+// `op` the kWorkspace operation).
 MountView viewAt(const MountPlan& plan, std::string_view path);
 
-MountPlan planMounts(const DerivedRules& rules);
+// `workspace`: shown at /workspace as well (WorkspaceMount).
+MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace = {});
 
 // Pure: the size of the private /tmp and of /dev/shm -- limits.memoryBytes
 // when set (the memory cgroup bounds them together; without one each is

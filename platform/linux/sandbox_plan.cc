@@ -93,9 +93,10 @@ std::vector<std::string> landlockWritable(const DerivedRules& rules, const Mount
   return out;
 }
 
-SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort) {
+SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
+                        const WorkspaceMount& workspace) {
   SandboxPlan plan;
-  plan.mounts = planMounts(rules);
+  plan.mounts = planMounts(rules, workspace);
   plan.cgroups = cgroupsFor(rules);
   EnforcementReport& r = plan.report;
   r.userNamespace = r.mountNamespace = r.pidNamespace = r.networkNamespace = r.ipcNamespace = r.utsNamespace = true;

@@ -80,8 +80,10 @@ struct SandboxPlan {
   std::vector<CoverageGap> uncovered;
 };
 
-// `proxyPort`: the proxy's listeners are made in the sandbox (spawn.h).
-SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort);
+// `proxyPort`: the proxy's listeners are made in the sandbox (spawn.h);
+// `workspace`: shown at /workspace (mounts.h).
+SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
+                        const WorkspaceMount& workspace = {});
 
 // The paths Landlock grants write rights beneath: where the child writes with
 // rights of its own -- the writable rule entries the mount plan shows as the

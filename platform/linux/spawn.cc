@@ -585,7 +585,7 @@ std::string SpawnError::message() const {
 }
 
 EnforcementReport probeEnforcement(const SpawnRequest& request) {
-  SandboxPlan plan = planSandbox(request.rules, request.proxyPort);
+  SandboxPlan plan = planSandbox(request.rules, request.proxyPort, WorkspaceMount{request.workspace});
   for (const auto& g : plan.uncovered) plan.report.degradations.push_back("not enforced, the spawn would be refused: " + g.text());
   return plan.report;
 }
@@ -619,7 +619,7 @@ bool PreparedSandbox::matchesHost() const { return host_.unchanged(); }
 std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request, bool keep) {
   PreparedSandbox sandbox;
   Child& child = sandbox.child_;
-  SandboxPlan plan = planSandbox(request.rules, request.proxyPort);
+  SandboxPlan plan = planSandbox(request.rules, request.proxyPort, WorkspaceMount{request.workspace});
   if (!plan.uncovered.empty()) {
     std::string gaps;
     for (const auto& g : plan.uncovered) gaps += (gaps.empty() ? "" : "; ") + g.text();
@@ -650,7 +650,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   // filter's other notifications.)
   auto broker = WriteBroker::open(
       request.rules, plan.writeRules ? std::move(*plan.writeRules) : policy::WriteRules(request.rules, {}, {}),
-      plan.seccomp);
+      plan.seccomp, sandbox.mounts_.workspace);
   if (auto* e = std::get_if<std::string>(&broker)) return parentError(SetupStep::kPrepare, "", 0, *e);
   child.broker = std::move(std::get<std::shared_ptr<WriteBroker>>(broker));
   sandbox.mounts_.writableFds = child.broker->treeFds();
@@ -796,7 +796,8 @@ std::variant<Child, SpawnError> launch(PreparedSandbox&& prepared, const Program
   PreparedSandbox sandbox = std::move(prepared);  // used up, whatever happens
   // A working directory the rules hide would be an empty mask, or missing:
   // refused here, naming the entry, rather than run in nothing.
-  if (auto mask = maskOf(sandbox.mounts_, policy::lexicallyNormal(program.cwd)); !mask.empty()) {
+  if (auto mask = maskOf(sandbox.mounts_, sandbox.mounts_.workspace.hostPath(policy::lexicallyNormal(program.cwd)));
+      !mask.empty()) {
     sandbox.discard();
     return parentError(SetupStep::kWorkingDir, "chdir(\"" + program.cwd + "\")", ENOENT,
                        hiddenCwdDetail(program.cwd, mask));

@@ -62,12 +62,16 @@ struct SandboxRequest {
   Stdio stdio = Stdio::kInherit;
   OnMissingLayer onMissingLayer = OnMissingLayer::kRefuse;
   WindowSize terminalSize;  // Stdio::kTerminal: the PTY's initial size
+  // The workspace's real host path, shown at /workspace inside as well
+  // (mounts.h: WorkspaceMount); empty: none. A cwd beneath /workspace is the
+  // workspace's.
+  std::string workspace;
 };
 
 // The program, given to launch().
 struct ProgramRequest {
   std::vector<std::string> argv;   // argv[0] without '/' is searched in the env's PATH, inside the sandbox
-  std::string cwd;                 // absolute; must be visible inside the sandbox
+  std::string cwd;                 // absolute, in the sandbox's view; must be visible there
   std::vector<std::string> env;    // "K=V", final: passed to execve as is
 };
 
@@ -80,8 +84,9 @@ struct SpawnRequest {
   bool newSession = true;          // setsid() in the child
   Stdio stdio = Stdio::kInherit;
   OnMissingLayer onMissingLayer = OnMissingLayer::kRefuse;
+  std::string workspace;           // as SandboxRequest
 
-  SandboxRequest sandbox() const { return {rules, proxyPort, newSession, stdio, onMissingLayer}; }
+  SandboxRequest sandbox() const { return {rules, proxyPort, newSession, stdio, onMissingLayer, {}, workspace}; }
   ProgramRequest program() const { return {argv, cwd, env}; }
 };
 

@@ -11,6 +11,10 @@
 // lexically inside a tree, with no symlink, `.` or `..` on the way, is opened
 // straight beneath the tree's descriptor (the fast path: the child's view
 // there is the tree itself, read masks aside, which the decision knows).
+// The child's names are its view's: beneath /workspace they name the
+// workspace's host paths (WorkspaceMount::hostPath()), which is what every
+// tree, rule and decision is written in; a relative symlink is followed in the
+// child's view again (WorkspaceMount::sandboxPath()).
 #include "platform/linux/write_broker.h"
 
 #include <fcntl.h>
@@ -149,7 +153,7 @@ struct Place {
   } parent;
   int treeFd = -1;   // the tree's descriptor (borrowed)
   std::string name;  // the last component; empty for a tree's root
-  std::string path;  // in the child's view (the host's too: trees are bound where they are)
+  std::string path;  // on the host: the trees are bound where they are (and the workspace at /workspace too)
   ObjectKind kind = ObjectKind::kNone;
   struct stat st {};
   bool trailingSlash = false;  // spelt "name/": only a directory may be there, or be made
@@ -414,12 +418,13 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
   // The fast path: a parent lexically inside a tree, spelt without `.`,
   // `..` or symlinks, is the tree's own directory.
   std::optional<Resolution> found;
-  if (auto tree = b_.rules_.treeOf(parentPath)) {
-    std::string_view rel = relativeTo(parentPath, b_.trees()[*tree]);
+  const std::string hostParent = b_.workspace_.hostPath(parentPath);
+  if (auto tree = b_.rules_.treeOf(hostParent)) {
+    std::string_view rel = relativeTo(hostParent, b_.trees()[*tree]);
     bool plain = true;
     for (auto part : policy::pathComponents(rel)) plain = plain && part != "." && part != "..";
     if (plain && policy::lexicallyNormal(parentPath) == parentPath) {
-      Resolution r = hostPlace(*tree, join(parentPath, last));
+      Resolution r = hostPlace(*tree, join(hostParent, last));
       if (r.found == Found::kPlace) found = std::move(r);
     }
   }
@@ -430,7 +435,7 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     if (!dir) return notBrokered();  // ENOENT, ELOOP, a magic link...: the kernel's to say
     auto real = nameOf(dir.get());
     if (!real) return notBrokered();
-    std::string target = join(*real, last);
+    std::string target = join(b_.workspace_.hostPath(*real), last);
     auto tree = b_.rules_.treeOf(target);
     if (!tree) return notBrokered();
     Resolution r = hostPlace(*tree, target);
@@ -444,7 +449,9 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     ssize_t n = ::readlinkat(p.parent.get(), p.name.c_str(), target, sizeof target);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) return notBrokered();
     std::string next(target, static_cast<std::size_t>(n));
-    if (next.front() != '/') next = join(std::string_view(p.path).substr(0, p.path.size() - p.name.size()), next);
+    if (next.front() != '/')
+      next = join(b_.workspace_.sandboxPath(std::string_view(p.path).substr(0, p.path.size() - p.name.size() - 1)),
+                  next);
     std::size_t end = next.find_last_not_of('/');
     bool slash = trailingSlash || end + 1 != next.size();
     if (end == std::string::npos) return notBrokered();  // "/": the kernel's
@@ -463,9 +470,10 @@ Resolution BrokeredCallHandler::resolveObject(int fd) const {
   const std::string held = fd == AT_FDCWD ? std::string("cwd") : "fd/" + std::to_string(fd);
   auto path = procLink(held);
   if (!path || path->front() != '/' || path->ends_with(" (deleted)")) return notBrokered();
-  auto tree = b_.rules_.treeOf(*path);
+  const std::string host = b_.workspace_.hostPath(policy::lexicallyNormal(*path));
+  auto tree = b_.rules_.treeOf(host);
   if (!tree) return notBrokered();
-  Resolution r = hostPlace(*tree, policy::lexicallyNormal(*path));
+  Resolution r = hostPlace(*tree, host);
   if (r.found != Found::kPlace) return r;
   // The name must still be the object the child holds.
   struct stat st {};
@@ -517,9 +525,10 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
                               RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS));
     auto real = dir ? nameOf(dir.get()) : std::nullopt;
     if (!real) return notBrokered();
-    auto tree = b_.rules_.treeOf(*real);
+    const std::string host = b_.workspace_.hostPath(*real);
+    auto tree = b_.rules_.treeOf(host);
     if (!tree) return notBrokered();
-    return hostPlace(*tree, *real);
+    return hostPlace(*tree, host);
   }
   // Collapse duplicate slashes so the fast path sees a plain spelling.
   std::string parent = cut == 0 ? "/" : abs.substr(0, cut);
@@ -823,7 +832,7 @@ WriteBroker::Answer BrokeredCallHandler::link() {
     if (S_ISDIR(st.st_mode)) return error(EPERM);
     auto name = nameOf(object.get());
     if (st.st_nlink > 0 && name) {
-      sourcePath = *name;
+      sourcePath = b_.workspace_.hostPath(*name);
       effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
     }
     effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
@@ -1097,8 +1106,10 @@ WriteBroker::WriteBroker(const DerivedRules& rules, policy::WriteRules writeRule
 
 std::variant<std::shared_ptr<WriteBroker>, std::string> WriteBroker::open(const DerivedRules& rules,
                                                                            policy::WriteRules writeRules,
-                                                                           const SeccompOptions& options) {
+                                                                           const SeccompOptions& options,
+                                                                           WorkspaceMount workspace) {
   std::shared_ptr<WriteBroker> broker(new WriteBroker(rules, std::move(writeRules), options));
+  broker->workspace_ = std::move(workspace);
   for (const auto& tree : broker->trees()) {
     UniqueFd fd(abi::openat2(AT_FDCWD, tree.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC,
                              RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));

@@ -44,6 +44,7 @@
 #include <variant>
 #include <vector>
 
+#include "platform/linux/mounts.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/seccomp_notify.h"
 #include "platform/unique_fd.h"
@@ -59,10 +60,13 @@ class WriteBroker {
   // writeRules, which the coverage check has asked), and every brokered tree
   // opened (O_PATH, no symlink followed) -- the objects the mount layer
   // binds read-only into the sandbox, so the broker writes where the child
-  // looks. Errors name the call.
+  // looks. `workspace`: the sandbox shows it at /workspace too; a name the
+  // child gives beneath /workspace is decided and written as the workspace's
+  // host path. Errors name the call.
   static std::variant<std::shared_ptr<WriteBroker>, std::string> open(const DerivedRules& rules,
                                                                        policy::WriteRules writeRules,
-                                                                       const SeccompOptions& options);
+                                                                       const SeccompOptions& options,
+                                                                       WorkspaceMount workspace = {});
 
   // The brokered trees (MountPlan::brokeredTrees()) and their descriptors,
   // aligned; -1 for a tree that does not exist on the host.
@@ -93,6 +97,7 @@ class WriteBroker {
   friend class BrokeredCallHandler;
 
   policy::WriteRules rules_;
+  WorkspaceMount workspace_;
   std::vector<UniqueFd> treeFds_;
   std::vector<std::uint64_t> hostMounts_;  // the mounts the trees' descriptors are on (the broker's side)
   // The umask every program in the sandbox has until one calls umask(2).

@@ -33,7 +33,12 @@ Options:
 constexpr HelpFlag kRunFlags[] = {
     {"policy", "FILE", "the policy, JSON (see stockade help policy); \"-\" reads standard input"},
     {"settings", "FILE", "the same, as sandbox-runtime users spell it (srt --settings)"},
-    {"cwd", "DIR", "working directory (default: the current one); relative policy paths\nresolve against it"},
+    {"cwd", "DIR",
+     "working directory (default: the current one); relative policy paths\nresolve against it. With --workspace: "
+     "in the sandbox's view, relative to\n/workspace (default: /workspace)"},
+    {"workspace", "DIR",
+     "show DIR at /workspace inside (and at its own path), with the policy's\nrules for DIR; relative policy paths "
+     "resolve against DIR. Without it the\nprogram sees only the host's paths"},
     {"env", "NAME=VALUE",
      "set a variable after the policy's env.allow names; the proxy variables\n"
      "(HTTP_PROXY, ...) are refused when stockade sets them, that is when the\npolicy allows domains",
@@ -183,7 +188,8 @@ constexpr HelpFlag kSandboxNarrowFlags[] = {
     {"policy", "FILE", "the narrower policy"},
     STOCKADE_CLIENT_FLAGS};
 constexpr HelpFlag kExecFlags[] = {
-    {"cwd", "DIR", "its working directory, absolute (default: the workspace)"},
+    {"cwd", "DIR",
+     "its working directory, absolute, in the sandbox (default: /workspace,\nwhere the sandbox's workspace is mounted)"},
     {"env", "NAME=VALUE", "a variable added after the policy's env.allow names", true},
     {"timeout-ms", "N", "the daemon kills it after N milliseconds (exit 124)"},
     {"key", "KEY", "its processKey: the durable name terminate and crash recovery use"},
@@ -233,7 +239,8 @@ process goes on). Exit status: the process's when it ended, 0 when detached.)";
 
 constexpr std::array kTopics = {
     HelpTopic{"run",
-              "[--policy FILE | --settings FILE] [--cwd DIR] [--env NAME=VALUE]... [--timeout-ms N]\n"
+              "[--policy FILE | --settings FILE] [--workspace DIR] [--cwd DIR] [--env NAME=VALUE]...\n"
+              "             [--timeout-ms N]"
               "             [--resolve HOST=ADDR]... [--quiet] [--strict] [--audit FILE]\n"
               "             [--audit-max-events N] [-t|-T] -- PROGRAM [ARG...]",
               "run a program under a policy", kRunFlags, kRunDetails},

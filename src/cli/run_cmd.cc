@@ -5,6 +5,7 @@
 // 126 not executable, 127 not found.
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +20,7 @@
 #include "platform/linux/namespaces.h"
 #include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
+#include "policy/paths.h"
 #include "src/audit/file_sink.h"
 #include "src/audit/limits_event.h"
 #include "src/audit/log.h"
@@ -47,7 +49,8 @@ struct Failure {
 
 struct RunOptions {
   std::optional<std::string> policyFile;  // --policy or --settings (or ~/.srt-settings.json)
-  std::string cwd;
+  std::string cwd;        // in the sandbox's view
+  std::string workspace;  // --workspace, a real path: shown at /workspace; empty: none
   std::map<std::string, std::string> env;
   std::optional<std::chrono::milliseconds> timeout;
   std::map<std::string, std::string> resolve;
@@ -78,7 +81,21 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
     throw Failure{"--policy and --settings name the same thing; give one of them"};
   o.policyFile = args.has("settings") ? args.value("settings") : args.value("policy");
   if (!o.policyFile) o.policyFile = defaultSettingsFile();
-  if (auto cwd = args.value("cwd")) {
+  if (auto dir = args.value("workspace")) {
+    char* real = ::realpath(dir->c_str(), nullptr);
+    if (!real) throw Failure{"--workspace \"" + *dir + "\": " + std::strerror(errno) + "; name an existing directory"};
+    o.workspace = real;
+    std::free(real);
+    struct stat st {};
+    if (::stat(o.workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw Failure{"--workspace \"" + *dir + "\": not a directory; name an existing directory"};
+  }
+  if (!o.workspace.empty()) {
+    // The program's view: /workspace, or a directory given beneath it or absolute.
+    const std::string cwd = args.value("cwd").value_or("");
+    if (cwd.find('\0') != std::string::npos) throw Failure{"--cwd contains NUL"};
+    o.cwd = policy::lexicallyNormal(cwd.starts_with("/") ? cwd : "/workspace/" + cwd);
+  } else if (auto cwd = args.value("cwd")) {
     char* real = ::realpath(cwd->c_str(), nullptr);
     if (!real) throw Failure{"--cwd \"" + *cwd + "\": " + std::strerror(errno)};
     o.cwd = real;
@@ -178,7 +195,7 @@ int run(const RunOptions& o) {
   if (o.policyFile)
     for (const auto& line : policyNoteLines(*o.policyFile, policy)) diagnostic("stockade: " + line);
   DeriveContext context = currentContext();
-  context.cwd = o.cwd;
+  context.cwd = o.workspace.empty() ? o.cwd : o.workspace;  // what relative policy paths mean
   context.tmpdir = "/tmp";
   auto derived = derive(policy, context);
   if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{"deriving the rules: " + err->text()};
@@ -226,7 +243,8 @@ int run(const RunOptions& o) {
                                  .signalFd = signals.get(),
                                  .pty = pty ? std::optional(terminalSize()) : std::nullopt,
                                  .onMissingLayer = o.strict ? platform::OnMissingLayer::kRefuse
-                                                            : platform::OnMissingLayer::kRunAndReport},
+                                                            : platform::OnMissingLayer::kRunAndReport,
+                                 .workspace = o.workspace},
       [&](const process::ForegroundStarted& started) {
         for (const auto& d : started.enforcement.degradations) diagnostic("stockade: warning: weaker enforcement: " + d);
       });

@@ -129,7 +129,8 @@ void LiveSandbox::scheduleSpare(const DerivedRules& rules, const std::string& fi
     std::variant<platform::PreparedSandbox, platform::SpawnError> built = platform::SpawnError{};
     try {
       built = platform::prepare(process::Launcher::sandboxRequest(rules, process::Output::kSupervisor,
-                                                                  platform::OnMissingLayer::kRefuse, network));
+                                                                  platform::OnMissingLayer::kRefuse, network, {},
+                                                                  self->workspace_));
     } catch (...) {
       // Handled as a failed build: the slot is released below.
     }

@@ -48,7 +48,8 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
   process::Admission admit(const AdmitRequest& request) override;
   bool live() const override;
   const std::string& sandboxId() const override { return id_; }
-  std::string defaultCwd() const override { return workspace_; }
+  std::string workspace() const override { return workspace_; }
+  std::string defaultCwd() const override { return "/workspace"; }
   process::Launcher& launcher() override { return runtime_.launcher; }
   process::EventLoop& loop() override { return runtime_.supervisor.loop(); }
   process::Registry& registry() override { return registry_; }

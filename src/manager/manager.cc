@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "platform/linux/cgroup.h"
@@ -147,20 +148,32 @@ void SandboxManager::setProcessLogLimits(std::size_t bytesPerProcess, std::size_
   state_->logBytesTotal = bytesTotal;
 }
 
-SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
+SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy, const SandboxOptions& options) {
   detail::refuseFromAuditSink("createSandbox()");
+  std::string workspace;
+  if (options.workspace) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(*options.workspace, ec);
+    if (ec || !std::filesystem::is_directory(real, ec))
+      throw std::invalid_argument("createSandbox(): workspace \"" + *options.workspace +
+                                  "\" is not an existing directory; create it, or leave workspace unset");
+    workspace = real.string();
+  }
   auto& s = *state_;
   std::unique_lock gate(s.gate);
   std::unique_lock lock(s.mu);
   if (!s.initialized) {
     DeriveContext ctx = currentContext();
+    if (!workspace.empty()) ctx.cwd = workspace;  // what relative policy paths mean
     DerivedRules rules = deriveOrThrow(policy, ctx, ErrorCode::kInvalidPolicy, "createSandbox()");
     s.initialized = true;
     ++s.generation;
     s.sandboxId = process::newId("sbx");
     s.context = std::move(ctx);
-    s.sandbox = std::make_shared<detail::ManagedSandbox>(state_, s.runtime, s.generation, s.sandboxId,
-                                                         s.context.cwd.value_or("/"));
+    s.workspace = workspace;
+    s.sandbox = std::make_shared<detail::ManagedSandbox>(
+        state_, s.runtime, s.generation, s.sandboxId, workspace,
+        workspace.empty() ? s.context.cwd.value_or("/") : std::string(platform::WorkspaceMount::kMountPoint));
     s.baseline.reset();
     std::string fingerprint = rules.fingerprint();
     detail::applyNarrowing(s, policy, std::move(rules));
@@ -171,6 +184,12 @@ SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy) {
     s.writeAudit("admit", std::move(admit));
     return SandboxHandle(state_, epoch, /*adopted=*/false);
   }
+  if (options.workspace && workspace != s.workspace)
+    throw SandboxError(ErrorCode::kPolicyConflict,
+                       "createSandbox(): workspace \"" + workspace + "\" is not the live sandbox's (" +
+                           (s.workspace.empty() ? std::string("none") : "\"" + s.workspace + "\"") +
+                           "); the workspace is fixed by the first createSandbox(): leave it unset, or use a separate "
+                           "process");
   DerivedRules candidate = deriveOrThrow(policy, s.context, ErrorCode::kInvalidPolicy, "createSandbox()");
   const DerivedRules& live = s.baseline->rules();
   if (auto w = narrowing(live, candidate))

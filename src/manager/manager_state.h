@@ -27,11 +27,12 @@ struct ManagerState;
 class ManagedSandbox : public process::SandboxContext {
  public:
   ManagedSandbox(std::weak_ptr<ManagerState> state, process::Runtime& runtime, std::uint64_t generation,
-                 std::string sandboxId, std::string defaultCwd);
+                 std::string sandboxId, std::string workspace, std::string defaultCwd);
 
   process::Admission admit(const AdmitRequest& request) override;
   bool live() const override;
   const std::string& sandboxId() const override { return sandboxId_; }
+  std::string workspace() const override { return workspace_; }
   std::string defaultCwd() const override { return defaultCwd_; }
   process::Launcher& launcher() override { return runtime_.launcher; }
   process::EventLoop& loop() override { return runtime_.supervisor.loop(); }
@@ -47,6 +48,7 @@ class ManagedSandbox : public process::SandboxContext {
   process::Runtime& runtime_;
   const std::uint64_t generation_;
   const std::string sandboxId_;
+  const std::string workspace_;  // real host path; empty: none
   const std::string defaultCwd_;
   process::Registry registry_;
   std::shared_ptr<process::LogRing::Budget> budget_;
@@ -69,6 +71,7 @@ struct ManagerState {
   std::uint64_t generation = 0;
   std::uint64_t nextSerial = 0;
   std::string sandboxId;
+  std::string workspace;  // of the live generation (a real path); empty: none
   DeriveContext context;
   std::optional<SandboxPolicy> livePolicy;
   std::optional<policy::DriftBaseline> baseline;  // the live rules + identities of denied objects

@@ -111,11 +111,12 @@ struct StopHook {
 namespace detail {
 
 ManagedSandbox::ManagedSandbox(std::weak_ptr<ManagerState> state, process::Runtime& runtime, std::uint64_t generation,
-                               std::string sandboxId, std::string defaultCwd)
+                               std::string sandboxId, std::string workspace, std::string defaultCwd)
     : state_(std::move(state)),
       runtime_(runtime),
       generation_(generation),
       sandboxId_(std::move(sandboxId)),
+      workspace_(std::move(workspace)),
       defaultCwd_(std::move(defaultCwd)) {
   auto s = state_.lock();
   logBytesPerProcess_ = s ? s->logBytesPerProcess : 1 << 20;
@@ -261,7 +262,8 @@ Run SandboxHandle::run(RunOptions o) {
                              .idField = "runId",
                              .auditFields = {{"correlationId", o.correlationId}},
                              .network = admitted.network,
-                             .resolve = o.resolve},
+                             .resolve = o.resolve,
+                             .workspace = sandbox->workspace()},
       std::move(watch));
   if (auto* err = std::get_if<platform::SpawnError>(&launched)) {
     sandbox->registry().remove(runId);

@@ -37,20 +37,23 @@ std::optional<platform::PreparedSandbox> takeSpare(ManagerState& s, std::uint64_
 void scheduleSpare(const std::shared_ptr<ManagerState>& state, std::uint64_t generation, const DerivedRules& rules,
                    const std::string& fingerprint, bool network) {
   ManagerState& s = *state;
+  std::string workspace;
   {
     std::lock_guard lock(s.mu);
     if (s.spare || !s.initialized || s.generation != generation) return;
     s.spare = ManagerState::Spare{generation, fingerprint, std::nullopt};
+    workspace = s.workspace;
   }
   std::weak_ptr<ManagerState> weak = state;
-  s.runtime.spawner.post([weak, generation, rules, fingerprint, network] {
+  s.runtime.spawner.post([weak, generation, rules, fingerprint, network, workspace] {
     auto st = weak.lock();
     if (!st) return;
     std::variant<platform::PreparedSandbox, platform::SpawnError> built = platform::SpawnError{};
     try {
       // The request of a library child (Output::kCaller and kSupervisor both have pipes).
       built = platform::prepare(process::Launcher::sandboxRequest(rules, process::Output::kSupervisor,
-                                                                  platform::OnMissingLayer::kRefuse, network));
+                                                                  platform::OnMissingLayer::kRefuse, network, {},
+                                                                  workspace));
     } catch (...) {
       // (allocation failure) Handled as a failed build below: the slot is
       // released, so no run() waits for this spare forever.

@@ -99,7 +99,8 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
                                                         .id = id,
                                                         .idField = "runId",
                                                         .network = std::move(network),
-                                                        .resolve = std::move(resolve)},
+                                                        .resolve = std::move(resolve),
+                                                        .workspace = std::move(r.workspace)},
                                           std::move(watch));
   if (auto* err = std::get_if<platform::SpawnError>(&launched)) return std::move(*err);
   auto& child = std::get<Launched>(launched);

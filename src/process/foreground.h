@@ -34,6 +34,7 @@ struct ForegroundRequest {
   // A layer the kernel lacks: run and report it (the CLI's default), or
   // refuse to spawn (`stockade run --strict`).
   platform::OnMissingLayer onMissingLayer = platform::OnMissingLayer::kRunAndReport;
+  std::string workspace;  // a real host path shown at /workspace (LaunchRequest); empty: none
 };
 
 struct ForegroundOutcome {

@@ -53,7 +53,7 @@ std::string signalName(int signal) {
 
 platform::SandboxRequest Launcher::sandboxRequest(const DerivedRules& rules, Output output,
                                                   platform::OnMissingLayer onMissingLayer, bool network,
-                                                  platform::WindowSize terminalSize) {
+                                                  platform::WindowSize terminalSize, std::string workspace) {
   std::optional<std::uint16_t> proxyPort;
   if (network) proxyPort = kSandboxProxyPort;
   platform::Stdio stdio = platform::Stdio::kPipe;
@@ -64,7 +64,8 @@ platform::SandboxRequest Launcher::sandboxRequest(const DerivedRules& rules, Out
                                   .newSession = true,
                                   .stdio = stdio,
                                   .onMissingLayer = onMissingLayer,
-                                  .terminalSize = terminalSize};
+                                  .terminalSize = terminalSize,
+                                  .workspace = std::move(workspace)};
 }
 
 std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, Watch watch) {
@@ -73,7 +74,8 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
     if (r.spare) return platform::launch(std::move(*r.spare), r.program);
     // The spawner thread: a child's parent-death signal is tied to the thread that created it.
     return spawner_.call([&] {
-      return platform::spawn(sandboxRequest(r.rules, r.output, r.onMissingLayer, network, r.terminalSize), r.program);
+      return platform::spawn(sandboxRequest(r.rules, r.output, r.onMissingLayer, network, r.terminalSize, r.workspace),
+                             r.program);
     });
   }();
   if (auto* err = std::get_if<platform::SpawnError>(&spawned)) {

@@ -54,6 +54,9 @@ struct LaunchRequest {
   // empty: the child has no network at all.
   proxy::RulesProvider network;
   std::map<std::string, std::string> resolve;
+  // The sandbox's workspace (a real host path), shown at /workspace; empty:
+  // none. A spare must have been prepared with the same.
+  std::string workspace;
 };
 
 struct Launched {
@@ -77,7 +80,8 @@ class Launcher {
   // prepared from the same).
   static platform::SandboxRequest sandboxRequest(const DerivedRules& rules, Output output,
                                                  platform::OnMissingLayer onMissingLayer, bool network,
-                                                 platform::WindowSize terminalSize = {});
+                                                 platform::WindowSize terminalSize = {},
+                                                 std::string workspace = {});
 
  private:
   Supervisor& supervisor_;

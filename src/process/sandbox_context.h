@@ -54,7 +54,11 @@ class SandboxContext {
   virtual bool live() const = 0;
 
   virtual const std::string& sandboxId() const = 0;
-  // Where a process starts when no cwd is given (the workspace).
+  // The host directory the sandbox shows at /workspace (a real path), or
+  // empty: the sandbox has no workspace.
+  virtual std::string workspace() const = 0;
+  // Where a process starts when no cwd is given: /workspace when the sandbox
+  // has a workspace; else the owner's default.
   virtual std::string defaultCwd() const = 0;
   virtual Launcher& launcher() = 0;
   virtual EventLoop& loop() = 0;

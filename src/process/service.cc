@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 
+#include "policy/paths.h"
 #include "src/child_env.h"
 #include "src/process/log_ring.h"
 #include "src/process/session.h"
@@ -84,6 +85,17 @@ std::variant<std::string, ProcessError> resolveShell(const std::optional<std::st
   return ProcessError{ProcessErrorCode::kUnavailable, "shell " + base + " is not installed"};
 }
 
+// The working directory of a process: the default when none is given; a
+// relative one beneath /workspace (the sandbox must have a workspace).
+std::string cwdOf(const SandboxContext& sandbox, const std::optional<std::string>& cwd) {
+  if (!cwd) return sandbox.defaultCwd();
+  if (cwd->front() == '/') return *cwd;
+  if (sandbox.workspace().empty())
+    throw std::invalid_argument("cwd \"" + *cwd + "\" is relative and the sandbox has no workspace to resolve it in; "
+                                "give an absolute path");
+  return policy::lexicallyNormal("/workspace/" + *cwd);
+}
+
 void validateStart(const ProcessCommand& command, const ProcessStartOptions& o) {
   if (command.cmd && command.argv)
     throw std::invalid_argument("command: both cmd and argv are given; pass exactly one (argv runs without a shell)");
@@ -99,8 +111,7 @@ void validateStart(const ProcessCommand& command, const ProcessStartOptions& o) 
       if ((*command.argv)[i].find('\0') != std::string::npos)
         throw std::invalid_argument("command.argv[" + std::to_string(i) + "] contains NUL");
   }
-  if (o.cwd && (o.cwd->empty() || o.cwd->front() != '/'))
-    throw std::invalid_argument("cwd \"" + *o.cwd + "\" is not an absolute path");
+  if (o.cwd && o.cwd->empty()) throw std::invalid_argument("cwd is empty; omit it for the default");
   if (o.cwd && o.cwd->find('\0') != std::string::npos) throw std::invalid_argument("cwd contains NUL");
   if (o.executionTimeout && o.executionTimeout->count() <= 0)
     throw std::invalid_argument("executionTimeout " + std::to_string(o.executionTimeout->count()) +
@@ -243,7 +254,7 @@ ProcessResult<ProcessHandle> ServiceCore::start(const ProcessCommand& command, c
   dto.id = newId("proc");
   dto.name = o.name;
   dto.kind = kind;
-  dto.cwd = o.cwd.value_or(sandbox_->defaultCwd());
+  dto.cwd = cwdOf(*sandbox_, o.cwd);
   dto.stdin = kind == ProcessKind::kPty ? StdinMode::kOpen : o.stdin;  // a terminal's input is always open
   dto.terminal = terminal;
   dto.executionTimeout = o.executionTimeout;
@@ -372,7 +383,8 @@ ProcessStatus ServiceCore::launch(const std::shared_ptr<Record>& record, const s
                                                        .idField = "processId",
                                                        .auditFields = std::move(auditFields),
                                                        .network = admitted.network,
-                                                       .resolve = admitted.resolve},
+                                                       .resolve = admitted.resolve,
+                                                       .workspace = sandbox_->workspace()},
                                          std::move(watch));
     } catch (...) {
       forget();
@@ -582,7 +594,7 @@ ProcessResult<Session> ServiceCore::createSession(const CreateSessionOptions& o)
   dto.sessionId = dto.id;
   dto.name = o.name;
   dto.kind = ProcessKind::kSession;
-  dto.cwd = o.cwd.value_or(sandbox_->defaultCwd());
+  dto.cwd = cwdOf(*sandbox_, o.cwd);
   dto.stdin = StdinMode::kOpen;  // the session's script: only the supervisor writes it
   dto.login = o.login;
   dto.shell = o.shell.value_or(path.substr(path.rfind('/') + 1));

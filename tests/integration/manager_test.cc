@@ -16,6 +16,7 @@
 #include "platform/linux/cgroup.h"
 #include "stockade/stockade.h"
 #include "tests/support/manager_fixture.h"
+#include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade {
@@ -230,6 +231,47 @@ TEST_F(ManagerTest, RunReturnsOnSpawnWithLiveStreamsAndNonZeroExitIsData) {
   EXPECT_EQ(bad.completion.exitCode, 3);
   EXPECT_TRUE(bad.completion.failed);
   EXPECT_FALSE(bad.completion.signalCode);
+}
+
+TEST_F(ManagerTest, WithAWorkspaceChildrenSeeItAtWorkspaceUnderItsRulesAndTheServiceStartsThere) {
+  t_.file("work/f", "F\n");
+  t_.file("work/secret/key", "WS-SECRET\n");
+  t_.file("work/locked/x", "LOCKED\n");
+  SandboxHandle h = SandboxManager::instance().createSandbox(
+      SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":["./secret"],"allowRead":[],"allowWrite":["."],)"
+                              R"("denyWrite":["./locked"]},"env":{"allow":["PATH"]}})"),
+      {.workspace = work_});
+  // Relative policy paths meant the workspace.
+  EXPECT_NE(h.effectivePolicy().filesystem().denyWrite.end(),
+            std::find(h.effectivePolicy().filesystem().denyWrite.begin(),
+                      h.effectivePolicy().filesystem().denyWrite.end(), work_ + "/locked"));
+  RunOptions o{.argv = {"/bin/sh", "-c", "pwd; cat f; cat secret/key; echo y > locked/x; echo z > new && echo end"},
+               .correlationId = "test",
+               .cwd = "/workspace"};
+  auto r = h.run(std::move(o)).collect();
+  EXPECT_EQ(r.out, "/workspace\nF\nend\n") << r.err;
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::readWholeFile(work_ + "/locked/x"), "LOCKED\n");
+  EXPECT_EQ(testing::readWholeFile(work_ + "/new"), "z\n");
+  // The process service: /workspace by default, a relative cwd beneath it.
+  auto ran = h.processes().run(ProcessCommand::shell("pwd"));
+  ASSERT_TRUE(std::holds_alternative<RunResult>(ran));
+  EXPECT_EQ(std::get<RunResult>(ran).stdout, "/workspace\n");
+  ProcessRunOptions sub;
+  sub.start.cwd = "locked";
+  ran = h.processes().run(ProcessCommand::shell("pwd; cat x"), sub);
+  ASSERT_TRUE(std::holds_alternative<RunResult>(ran));
+  EXPECT_EQ(std::get<RunResult>(ran).stdout, "/workspace/locked\nLOCKED\n");
+  // A later createSandbox() cannot move the workspace.
+  TempDir other;
+  SandboxError e = expectError([&] {
+    SandboxManager::instance().createSandbox(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":["./secret"],)"
+                                                                     R"("allowRead":[],"allowWrite":["."],)"
+                                                                     R"("denyWrite":["./locked"]},"env":{"allow":["PATH"]}})"),
+                                             {.workspace = other.path()});
+  });
+  EXPECT_EQ(e.code(), ErrorCode::kPolicyConflict);
+  EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
 }
 
 TEST_F(ManagerTest, BothStreamsDrainConcurrentlyWithoutDeadlock) {

@@ -18,6 +18,7 @@
 #include "src/ledger/ledger.h"
 #include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/read_file.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
@@ -293,6 +294,30 @@ TEST_F(ProcessTest, SessionsKeepTheirShellState) {
   EXPECT_EQ(body(c->request("GET", path(id, "/sessions/" + sid)))["cwd"], "/tmp");
   EXPECT_EQ(c->request("DELETE", path(id, "/sessions/" + sid)).status, 204);
   EXPECT_EQ(c->request("POST", path(id, "/sessions/" + sid + "/run"), R"({"command":"true"})").status, 404);
+}
+
+TEST_F(ProcessTest, ProcessesAndSessionsStartInWorkspaceWhichIsTheSandboxsWorkspace) {
+  std::string id = createSandbox();
+  const std::string workspace = body(c->request("GET", path(id)))["workspace"];
+  ASSERT_FALSE(workspace.empty());
+  json r = run(id, {{"cmd", "pwd; echo made-inside > /workspace/made && cat made && cat " + workspace + "/made"}});
+  EXPECT_EQ(r["exitCode"], 0) << r;
+  EXPECT_EQ(r["stdout"], "/workspace\nmade-inside\nmade-inside\n") << r;
+  EXPECT_EQ(readWholeFile(workspace + "/made"), "made-inside\n");
+  EXPECT_EQ(body(c->request("GET", path(id, "/processes/" + r["processId"].get<std::string>())))["cwd"], "/workspace");
+  // A protected name is refused through /workspace; the neighbour is written.
+  r = run(id, {{"cmd", "echo x > /workspace/.bashrc; echo y > /workspace/bashrc.txt && echo end"}});
+  EXPECT_EQ(r["stdout"], "end\n") << r;
+  EXPECT_NE(r["stderr"].get<std::string>().find("Permission denied"), std::string::npos) << r;
+  EXPECT_FALSE(std::filesystem::exists(workspace + "/.bashrc"));
+  EXPECT_EQ(readWholeFile(workspace + "/bashrc.txt"), "y\n");
+  auto s = c->request("POST", path(id, "/sessions"), "{}");
+  ASSERT_EQ(s.status, 200) << s.body;
+  std::string sid = body(s)["id"];
+  s = c->request("POST", path(id, "/sessions/" + sid + "/run"), R"({"command":"pwd; cd sub 2>/dev/null || mkdir sub && cd sub; pwd"})");
+  EXPECT_EQ(body(s)["stdout"], "/workspace\n/workspace/sub\n") << s.body;
+  EXPECT_EQ(body(c->request("GET", path(id, "/sessions/" + sid)))["cwd"], "/workspace/sub");
+  EXPECT_TRUE(std::filesystem::is_directory(workspace + "/sub"));
 }
 
 TEST_F(ProcessTest, APtyAttachEchoesTypedInputAndSeesAResize) {

@@ -84,6 +84,15 @@ class CoverageTest : public ::testing::Test {
                     {"allowWriteSystemPaths", c.systemPaths}}},
                   {"network", {{"allowedDomains", nlohmann::json::array()}, {"allowUnixSockets", nlohmann::json::array()}}}});
   }
+  // Every filesystem field spelt out: what the workspace tests vary.
+  DerivedRules workspaceRules(nlohmann::json denyRead, nlohmann::json allowWrite, bool systemPaths = false) const {
+    return rules({{"filesystem",
+                   {{"denyRead", std::move(denyRead)},
+                    {"allowRead", nlohmann::json::array()},
+                    {"allowWrite", std::move(allowWrite)},
+                    {"denyWrite", nlohmann::json::array()},
+                    {"allowWriteSystemPaths", systemPaths}}}});
+  }
   // A fresh check of `plan` (possibly changed by the test) against `r`.
   static EnforcementPlan enforcement(const SandboxPlan& plan, std::optional<std::uint16_t> proxy = {}) {
     const EnforcementReport& r = plan.report;
@@ -461,6 +470,94 @@ TEST_F(CoverageTest, TheSandboxsSharesOfPerUserCountersMustBeInstalled) {
   SandboxPlan ptys = plan;
   ptys.mounts.ptsOptions = "newinstance,ptmxmode=0666,mode=0620";  // every host pty reachable
   EXPECT_TRUE(names(check(r, ptys).uncovered, "kernel.pty.max")) << texts(check(r, ptys).uncovered);
+}
+
+// --- the workspace at /workspace ----------------------------------------------
+
+TEST(WorkspaceMountTest, SandboxPathsBeneathWorkspaceNameTheWorkspacesHostPaths) {
+  const WorkspaceMount w{"/srv/ws"};
+  EXPECT_EQ(w.hostPath("/workspace"), "/srv/ws");
+  EXPECT_EQ(w.hostPath("/workspace/a/b"), "/srv/ws/a/b");
+  EXPECT_EQ(w.hostPath("/workspaces/a"), "/workspaces/a");  // a sibling name, not beneath
+  EXPECT_EQ(w.hostPath("/etc/passwd"), "/etc/passwd");
+  EXPECT_EQ(w.sandboxPath("/srv/ws"), "/workspace");
+  EXPECT_EQ(w.sandboxPath("/srv/ws/a"), "/workspace/a");
+  EXPECT_EQ(w.sandboxPath("/srv/wsx"), "/srv/wsx");
+  // A workspace that is /workspace on the host needs no mount of its own.
+  const WorkspaceMount same{"/workspace"};
+  EXPECT_FALSE(same.aliased());
+  EXPECT_EQ(same.hostPath("/workspace/a"), "/workspace/a");
+  EXPECT_FALSE(WorkspaceMount{}.aliased());
+}
+
+TEST_F(CoverageTest, TheWorkspaceIsShownLastWithItsOwnViewInARebuiltRoot) {
+  const DerivedRules r = workspaceRules({ws_ + "/secret"}, {ws_});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_EQ(plan.mounts.root, MountPlan::Root::kRebuilt);
+  ASSERT_FALSE(plan.mounts.ops.empty());
+  EXPECT_EQ(plan.mounts.ops.back().kind, Kind::kWorkspace);
+  EXPECT_EQ(plan.mounts.ops.back().path, "/workspace");
+  EXPECT_EQ(plan.mounts.ops.back().target, ws_);
+  // The host's top-level trees, read-only; the workspace's rules at its path.
+  EXPECT_EQ(viewAt(plan.mounts, "/usr/bin").source, Source::kHost);
+  EXPECT_FALSE(viewAt(plan.mounts, "/usr/bin").writable);
+  EXPECT_EQ(viewAt(plan.mounts, ws_ + "/secret").source, Source::kEmpty);
+  EXPECT_TRUE(viewAt(plan.mounts, ws_ + "/sub").brokered);
+  // What the host has at /workspace is not shown: the workspace is.
+  const MountView hidden = viewAt(plan.mounts, "/workspace/anything");
+  EXPECT_EQ(hidden.source, Source::kEmpty);
+  ASSERT_NE(hidden.op, nullptr);
+  EXPECT_EQ(hidden.op->kind, Kind::kWorkspace);
+  // Without a workspace the plan is today's: the host root, no /workspace.
+  SandboxPlan plain = planSandbox(r, std::nullopt);
+  EXPECT_EQ(plain.mounts.root, MountPlan::Root::kHostReadOnly);
+  EXPECT_TRUE(std::none_of(plain.mounts.ops.begin(), plain.mounts.ops.end(),
+                           [](const MountPlan::Op& op) { return op.kind == Kind::kWorkspace; }));
+}
+
+TEST_F(CoverageTest, AMaskUnderTheWorkspaceIsRequiredForWhatWorkspaceShows) {
+  const DerivedRules r = workspaceRules({ws_ + "/secret"}, {ws_});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  dropOp(plan.mounts, Kind::kMask, ws_ + "/secret");
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"" + ws_ + "/secret\"")) << texts(c.uncovered);
+}
+
+TEST_F(CoverageTest, AWorkspaceMountThatIsNotTheLastOneOfTheWorkspaceIsNamed) {
+  const DerivedRules r = workspaceRules(nlohmann::json::array(), {ws_});
+  const SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  const std::string gap = "workspace \"" + ws_ + "\"";
+  SandboxPlan missing = plan;
+  dropOp(missing.mounts, Kind::kWorkspace, "/workspace");
+  EXPECT_TRUE(names(check(r, missing).uncovered, gap)) << texts(check(r, missing).uncovered);
+  SandboxPlan elsewhere = plan;
+  elsewhere.mounts.ops.back().target = home_;  // the child would see another tree than the broker writes
+  EXPECT_TRUE(names(check(r, elsewhere).uncovered, gap));
+  SandboxPlan early = plan;  // before the ops it must copy
+  std::rotate(early.mounts.ops.begin(), early.mounts.ops.end() - 1, early.mounts.ops.end());
+  EXPECT_TRUE(names(check(r, early).uncovered, gap));
+  SandboxPlan hostRoot = plan;
+  hostRoot.mounts.root = MountPlan::Root::kHostReadOnly;
+  EXPECT_TRUE(names(check(r, hostRoot).uncovered, gap));
+}
+
+TEST_F(CoverageTest, AHostPathTheWorkspaceHidesCannotBeWrittenAndTheSpawnIsRefused) {
+  // The policy names the host's /workspace/out; the sandbox shows the
+  // workspace there instead: fail closed, naming the entry.
+  const DerivedRules r = workspaceRules(nlohmann::json::array(), {ws_, "/workspace/out"});
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  EXPECT_TRUE(names(plan.uncovered, "filesystem.allowWrite \"/workspace/out\"")) << texts(plan.uncovered);
+}
+
+TEST_F(CoverageTest, TheBrokeredHostRootWithAWorkspaceIsRefused) {
+  // allowWrite "/": the rebuilt root is the sandbox's own tmpfs, which the
+  // broker does not write -- refused rather than run with "/" unwritable.
+  const DerivedRules r = workspaceRules(nlohmann::json::array(), {"/"}, true);
+  SandboxPlan plan = planSandbox(r, std::nullopt, WorkspaceMount{ws_});
+  EXPECT_TRUE(names(plan.uncovered, "filesystem.allowWrite \"/\"")) << texts(plan.uncovered);
 }
 
 }  // namespace
