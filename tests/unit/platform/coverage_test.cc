@@ -58,12 +58,23 @@ class CoverageTest : public ::testing::Test {
     std::filesystem::remove_all(privTmp_, ec);
   }
 
-  std::string fill(std::string s) const {
-    for (auto [key, value] : {std::pair<std::string, std::string>{"ROOTLINK", rootLink_}, {"PRIVTMP", privTmp_},
-                              {"HOME", home_}, {"FILE", file_}, {"WS", ws_}}) {
-      for (std::size_t at; (at = s.find(key)) != std::string::npos;) s.replace(at, key.size(), value);
+  // The placeholders replaced in one pass: a value (a temporary directory's
+  // random name) may itself hold a key ("...WS..."), which is left as it is.
+  std::string fill(const std::string& s) const {
+    const std::pair<std::string, std::string> keys[] = {
+        {"ROOTLINK", rootLink_}, {"PRIVTMP", privTmp_}, {"HOME", home_}, {"FILE", file_}, {"WS", ws_}};
+    std::string out;
+    for (std::size_t at = 0; at < s.size();) {
+      const auto* key = std::find_if(std::begin(keys), std::end(keys),
+                                     [&](const auto& k) { return s.compare(at, k.first.size(), k.first) == 0; });
+      if (key == std::end(keys)) {
+        out += s[at++];
+        continue;
+      }
+      out += key->second;
+      at += key->first.size();
     }
-    return s;
+    return out;
   }
   nlohmann::json list(const std::vector<std::string>& in) const {
     nlohmann::json out = nlohmann::json::array();
