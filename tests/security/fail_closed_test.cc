@@ -86,6 +86,28 @@ TEST_F(FailClosedTest, ADeniedDevIsRefusedNamingTheEntryWhileADeniedDevShmIsMask
   EXPECT_NE(masked.err.find("/dev/shm/f: Read-only file system"), std::string::npos) << masked.err;
 }
 
+TEST_F(FailClosedTest, AProjectInTmpWithAReadDeniedDirectoryRunsWithItMasked) {
+  // /tmp is a default write path (the sandbox's own TMPDIR); a read-denied
+  // directory of a project beneath it is masked there, not a missing default.
+  const std::string project = "/tmp/stockade-fc-project-" + std::to_string(::getpid());
+  std::filesystem::create_directories(project + "/secret");
+  file(project + "/secret/key", "PROJECT-SECRET");
+  file(project + "/README", "PROJECT-README");
+  policy["filesystem"] = {{"denyRead", {project + "/secret"}},
+                          {"allowRead", nlohmann::json::array()},
+                          {"allowWrite", {project}},
+                          {"denyWrite", nlohmann::json::array()}};
+  auto r = sh("cat secret/key; echo key=$?; echo x > secret/new; echo new=$?; cat README; "
+              "echo made > out && cat out",
+              project);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.find("PROJECT-SECRET"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("key=1\nnew=2\nPROJECT-READMEmade\n"), std::string::npos) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(project + "/secret/new"));
+  EXPECT_TRUE(std::filesystem::exists(project + "/out"));
+  std::filesystem::remove_all(project);
+}
+
 TEST_F(FailClosedTest, AWorkingDirectoryInsideADeniedTreeNamesTheDenyingEntry) {
   file(ws + "/private/sub/notes", "P");
   policy["filesystem"]["denyRead"] = {ws + "/private"};
