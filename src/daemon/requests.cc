@@ -191,13 +191,19 @@ std::optional<std::string> readSnapshotId(FieldReader& f, std::string_view key) 
   return v;
 }
 
-// A sandbox path in a body: any string, judged by the workspace API.
+// A sandbox path in a body: any string, a NUL byte included, judged by the
+// workspace API (invalid_path), as a ?path= is.
 std::string readSandboxPath(FieldReader& f, std::string_view key) {
-  if (!f.has(key)) {
+  const json* v = f.raw(key);
+  if (!v) {
     f.fail(key, "required: a path inside the sandbox, such as \"/workspace/app\"");
     return "";
   }
-  return f.string(key).value_or("");
+  if (!v->is_string()) {
+    f.fail(key, std::string("must be a string, not ") + jsonTypeName(*v));
+    return "";
+  }
+  return v->get<std::string>();
 }
 
 std::optional<std::uint64_t> readSeconds(FieldReader& f, std::string_view key) {

@@ -323,14 +323,21 @@ class BodyPipe final : public BodyReader {
       n = std::min(buf.size(), front.size() - offset_);
       std::memcpy(buf.data(), front.data() + offset_, n);
       offset_ += n;
+      bool wasFull = queued_ >= kCapacity;
       queued_ -= n;
       if (offset_ == front.size()) {
         chunks_.pop_front();
         offset_ = 0;
       }
-      wake = wake_;
+      // The pump waits while the pipe is full, and is woken once it is down
+      // to half: one hand-over per half pipe, not per piece (on a loaded
+      // machine each hand-over costs a scheduling delay).
+      if (queued_ <= kCapacity / 2 && (wasFull || pumpWaiting_)) {
+        pumpWaiting_ = false;
+        wake = wake_;
+      }
     }
-    if (wake) wake();  // room again: the pump may read on
+    if (wake) wake();
     return n;
   }
   std::optional<std::uint64_t> announcedLength() const override { return length_; }
@@ -340,9 +347,12 @@ class BodyPipe final : public BodyReader {
     std::lock_guard lock(mu_);
     wake_ = std::move(w);
   }
-  bool full() const {
+  // True when the pump must wait for room; read() wakes it at half.
+  bool full() {
     std::lock_guard lock(mu_);
-    return queued_ >= kCapacity;
+    if (queued_ < kCapacity) return false;
+    pumpWaiting_ = true;
+    return true;
   }
   void push(std::string bytes) {
     std::lock_guard lock(mu_);
@@ -390,6 +400,7 @@ class BodyPipe final : public BodyReader {
   std::size_t queued_ = 0;
   bool finished_ = false;
   bool abandoned_ = false;
+  bool pumpWaiting_ = false;
   std::optional<ApiError> failure_;
   Waker wake_;
 };
@@ -823,6 +834,9 @@ struct Server::Impl {
       }
     }
     std::vector<char> buf(kPiece);
+    // Beast reads into the connection's buffer's free capacity (sized for
+    // heads so far): room for a whole piece, or every read gets a few KiB.
+    c->buffer.reserve(kPiece);
     while (!parser->is_done()) {
       while (pipe->full() && !pipe->abandoned()) co_await waitForWake(*signal);
       if (pipe->abandoned()) co_return;

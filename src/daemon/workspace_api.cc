@@ -133,16 +133,22 @@ Reply WorkspaceApi::upload(Request& r) {
   auto opened = p.h.workspace.openWrite(p.q.path);
   if (auto* e = std::get_if<WorkspaceError>(&opened)) return errorReply(*e);
   auto writer = std::make_shared<FileWriter>(std::get<FileWriter>(std::move(opened)));
-  return Deferred{std::make_shared<ThreadedReply>([writer, body = r.rawBody](std::stop_token) -> Response {
+  return Deferred{std::make_shared<ThreadedReply>([writer, body = r.rawBody](std::stop_token) mutable -> Response {
+    // A failed upload's temporary is gone before the reply is: the writer
+    // is dropped first.
+    auto failed = [&](Response reply) {
+      writer.reset();
+      return reply;
+    };
     std::string buf(kPiece, '\0');
     for (;;) {
       auto n = body->read(std::span<char>(buf));
-      if (auto* e = std::get_if<ApiError>(&n)) return Response::error(*e);
+      if (auto* e = std::get_if<ApiError>(&n)) return failed(Response::error(*e));
       std::size_t got = std::get<std::size_t>(n);
       if (got == 0) break;
-      if (auto e = writer->write(std::string_view(buf.data(), got))) return errorReply(*e);
+      if (auto e = writer->write(std::string_view(buf.data(), got))) return failed(errorReply(*e));
     }
-    return statusReply(writer->commit());
+    return failed(statusReply(writer->commit()));
   })};
 }
 
