@@ -195,7 +195,16 @@ bool writeAll(int fd, std::string_view bytes) {
 // The tree at `src` extracted into the host directory `dst` (created),
 // through the library's importer, fed by the reply as it arrives.
 int downloadTree(HttpClient& c, const SandboxRef& src, const std::string& dst) {
-  if (::mkdir(dst.c_str(), 0755) != 0 && errno != EEXIST) return reportFailure("cp", dst + ": " + std::strerror(errno));
+  bool created = ::mkdir(dst.c_str(), 0755) == 0;
+  if (!created && errno != EEXIST) return reportFailure("cp", dst + ": " + std::strerror(errno));
+  // A refused tree leaves no trace: the directory made for it goes too.
+  struct Undo {
+    const std::string& dir;
+    bool armed;
+    ~Undo() {
+      if (armed) ::rmdir(dir.c_str());
+    }
+  } undo{dst, created};
   auto ws = hostWorkspace(dst);
   if (auto* e = std::get_if<std::string>(&ws)) return reportFailure("cp", *e);
   int pipeFds[2];
@@ -234,6 +243,7 @@ int downloadTree(HttpClient& c, const SandboxRef& src, const std::string& dst) {
   importer.join();
   if (r.status != 200) return reportError("cp " + src.sandbox + ":" + src.path, r);
   if (imported) return reportFailure("cp " + src.sandbox + ":" + src.path, dst + ": " + imported->message);
+  undo.armed = false;
   return kExitOk;
 }
 
