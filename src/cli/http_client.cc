@@ -145,14 +145,16 @@ void HttpClient::send(std::string_view method, std::string_view target, std::str
 }
 
 bool HttpClient::fill() {
-  char chunk[65536];
+  // Large reads: a download streams through here.
+  constexpr std::size_t kRead = std::size_t{1} << 18;
   for (;;) {
-    ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    std::size_t had = buf_.size();
+    buf_.resize(had + kRead);
+    ssize_t n = ::recv(fd_, buf_.data() + had, kRead, 0);
+    buf_.resize(had + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw ClientError("reading from " + endpoint_.text + " failed: " + std::strerror(errno));
-    if (n == 0) return false;
-    buf_.append(chunk, static_cast<std::size_t>(n));
-    return true;
+    return n > 0;
   }
 }
 

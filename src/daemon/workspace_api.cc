@@ -113,13 +113,14 @@ Decoded<T> withEmptyQuery(const Request& r, Decoded<T> decoded) {
 template <class Source>
 std::shared_ptr<ChunkSource> byteStream(std::shared_ptr<Source> source) {
   return std::make_shared<ThreadedChunks>([source](std::stop_token stop, const ThreadedChunks::Emit& emit) {
-    std::string buf(kPiece, '\0');
     while (!stop.stop_requested()) {
+      std::string buf(kPiece, '\0');
       auto n = source->read(std::span<char>(buf));
       if (auto* e = std::get_if<WorkspaceError>(&n)) throw std::runtime_error(e->message);
       std::size_t got = std::get<std::size_t>(n);
       if (got == 0) return;
-      if (!emit(buf.substr(0, got))) return;
+      buf.resize(got);
+      if (!emit(std::move(buf))) return;  // handed over, not copied
     }
   });
 }
