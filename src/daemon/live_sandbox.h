@@ -62,6 +62,10 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
   DerivedRules rules() const;
   // The host pids of its running children's sandbox inits (what a snapshot freezes).
   std::vector<int> processRoots();
+  // While held, no child is admitted (an admission waits), and every child
+  // admitted before is registered: a snapshot's freeze sees them all and no
+  // new one appears beside them. narrow() and dispose() wait for it too.
+  std::unique_lock<std::shared_mutex> holdAdmissions() { return std::unique_lock(gate_); }
 
   // Replaces the live rules (the caller checked they narrow them): waits for
   // children being admitted, so none starts under the older rules after it.

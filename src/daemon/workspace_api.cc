@@ -281,8 +281,10 @@ Reply WorkspaceApi::snapshot(const Request& r) {
   if (p.q.timeoutSeconds) request.timeout = std::chrono::seconds(*p.q.timeoutSeconds);
   Workspace ws = p.h.workspace;
   SnapshotStore& store = snapshots_;
-  return Deferred{std::make_shared<ThreadedReply>([ws, request, &store](std::stop_token) mutable {
+  return Deferred{std::make_shared<ThreadedReply>([ws, request, &store, sandbox = p.h.live.sandbox](std::stop_token) mutable {
     return guarded([&] {
+      // No process starts while the sandbox's processes are frozen and captured.
+      auto held = sandbox->holdAdmissions();
       auto done = store.snapshot(ws, request);
       if (auto* e = std::get_if<WorkspaceError>(&done)) return errorReply(*e);
       return jsonReply(snapshotJson(std::get<SnapshotInfo>(done)));
