@@ -505,7 +505,7 @@ void Ledger::recordSnapshot(const SnapshotRecord& r) {
     sqlite3* db;
     ~Restore() { sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr); }
   } restore{db_};
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "INSERT INTO snapshots (operation_key, snapshot_id, sandbox_id, state, sha256, size, created_at, "
          "freeze_method, frozen_processes, failure, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
          "ON CONFLICT(operation_key) DO UPDATE SET snapshot_id = ?2, sandbox_id = ?3, state = ?4, sha256 = ?5, "
@@ -519,7 +519,7 @@ void Ledger::recordSnapshot(const SnapshotRecord& r) {
 
 std::optional<SnapshotRecord> Ledger::findSnapshot(std::string_view operationKey) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
+  Stmt s(&statements_, db_,
          "SELECT operation_key, snapshot_id, sandbox_id, state, sha256, size, created_at, freeze_method, "
          "frozen_processes, failure FROM snapshots WHERE operation_key = ?1");
   s.bind(1, operationKey);
