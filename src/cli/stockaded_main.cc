@@ -40,6 +40,7 @@ Serves stockade's API (docs/api.md) as JSON over HTTP/1.1.
   --body-timeout-ms N       a JSON body must arrive within N ms; a streamed body may pause at most
                             N ms between pieces (default 120000)
   --max-persist-bytes N     a persist's archive (default 26214400, 25 MiB)
+  --max-file-bytes N        one file uploaded to or downloaded from a workspace (default 8589934592)
   --max-requests N          requests served at once, streams included (default 256)
   --max-connections N       open connections (default 1024)
   --max-sandboxes N         sandboxes not yet released (default 256)
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
                                       {"max-raw-body-bytes"},
                                       {"body-timeout-ms"},
                                       {"max-persist-bytes"},
+                                      {"max-file-bytes"},
                                       {"max-requests"},
                                       {"max-connections"},
                                       {"max-sandboxes"},
@@ -142,6 +144,7 @@ int main(int argc, char** argv) {
   if (auto n = positive(a, "max-raw-body-bytes", error)) o.limits.maxRawBodyBytes = *n;
   if (auto n = positive(a, "body-timeout-ms", error)) o.limits.bodyTimeout = std::chrono::milliseconds(*n);
   if (auto n = positive(a, "max-persist-bytes", error)) o.maxPersistBytes = *n;
+  if (auto n = positive(a, "max-file-bytes", error)) o.sandboxLimits.maxFileBytes = *n;
   if (auto n = positive(a, "max-requests", error)) o.limits.maxConcurrentRequests = *n;
   if (auto n = positive(a, "max-connections", error)) o.limits.maxConnections = *n;
   if (auto n = positive(a, "max-sandboxes", error)) o.sandboxLimits.maxSandboxes = *n;

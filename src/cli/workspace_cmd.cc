@@ -39,21 +39,6 @@ int usage(const std::string& command, const std::string& message) {
   return kExitUsage;
 }
 
-std::string urlEncode(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 // SANDBOX:PATH. A host path holding a colon before any slash is written
 // ./a:b. PATH relative to /workspace, "" for the workspace itself.
 struct SandboxRef {
@@ -71,7 +56,7 @@ std::optional<SandboxRef> sandboxRef(const std::string& arg) {
 }
 
 std::string target(const SandboxRef& r, std::string_view route) {
-  return "/v1/sandboxes/" + r.sandbox + "/" + std::string(route) + "?path=" + urlEncode(r.path);
+  return "/v1/sandboxes/" + r.sandbox + "/" + std::string(route) + "?path=" + urlEncode(r.path, "/");
 }
 
 std::string baseName(std::string_view path) {

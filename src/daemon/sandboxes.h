@@ -96,6 +96,7 @@ class Sandboxes {
   };
   std::variant<WorkspaceHandle, ApiError> workspace(std::string_view id);
   std::size_t maxProcesses() const { return limits_.maxProcessesPerSandbox; }
+  std::uint64_t maxFileBytes() const { return limits_.maxFileBytes; }
 
   // Writes the end of every process the ledger still has running whose
   // record has ended (periodically, and after a close).

@@ -129,8 +129,13 @@ std::shared_ptr<ChunkSource> byteStream(std::shared_ptr<Source> source) {
 
 Reply WorkspaceApi::upload(Request& r) {
   STOCKADE_PREPARE(p, prepare(sandboxes_, r, decodeFilePathQuery(r.query)));
-  // Refused before the body is read (and before "100 Continue"): the path
-  // and the policy are judged now.
+  // Refused before the body is read (and before "100 Continue"): the path,
+  // the policy, and a length announced over the file limit are judged now.
+  if (auto length = r.rawBody->announcedLength(); length && *length > sandboxes_.maxFileBytes())
+    return Response::error({ApiCode::kTooLarge, "path " + quoteValue(p.q.path) + ": the body is " +
+                                                    std::to_string(*length) + " bytes; a file is limited to " +
+                                                    std::to_string(sandboxes_.maxFileBytes()) +
+                                                    " bytes (stockaded --max-file-bytes)"});
   auto opened = p.h.workspace.openWrite(p.q.path);
   if (auto* e = std::get_if<WorkspaceError>(&opened)) return errorReply(*e);
   auto writer = std::make_shared<FileWriter>(std::get<FileWriter>(std::move(opened)));

@@ -326,6 +326,23 @@ TEST_F(StockadedWorkspaceTest, BodiesOverTheRawLimitAre413AndLeaveNoFile) {
   EXPECT_EQ(fs::file_size(workspace_ + "/ok.bin"), 4096u);
 }
 
+TEST_F(StockadedWorkspaceTest, AFileOverTheFileLimitIs413AnnouncedOrCountedAndLeavesNothing) {
+  start({"--max-file-bytes", "1000"});
+  auto r = put("/workspace/f.bin", std::string(1001, 'x'));  // Content-Length: refused before the body
+  EXPECT_EQ(r.status, 413) << r.body;
+  EXPECT_NE(r.body.find("--max-file-bytes"), std::string::npos) << r.body;
+  std::string raw = "PUT " + files("/workspace/g.bin") + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                    daemon_->token() + "\r\nTransfer-Encoding: chunked\r\n\r\n" + "7d0\r\n" + std::string(2000, 'y') +
+                    "\r\n0\r\n\r\n";
+  HttpTestClient rawClient(daemon_->socketPath());
+  r = rawClient.raw(raw);
+  EXPECT_EQ(r.status, 413) << r.body;
+  EXPECT_EQ(codeOf(r), "too_large");
+  for (const auto& e : fs::recursive_directory_iterator(workspace_)) ADD_FAILURE() << "left behind: " << e.path();
+  client_ = std::make_unique<HttpTestClient>(daemon_->client());
+  EXPECT_EQ(put("/workspace/ok.bin", std::string(1000, 'z')).status, 204);
+}
+
 TEST_F(StockadedWorkspaceTest, PersistAndRestoreOverHttpWithTheirErrors) {
   const std::string base = "/v1/sandboxes/" + id_;
   ASSERT_EQ(put("/workspace/app/main.py", "v1").status, 204);
