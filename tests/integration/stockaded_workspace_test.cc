@@ -112,11 +112,13 @@ TEST_F(StockadedWorkspaceTest, AFileIsUploadedDownloadedListedAndRemovedAndTheSa
   EXPECT_EQ(client_->request("POST", "/v1/sandboxes/" + id_ + "/files/mkdir", R"({"path":"/workspace/a/b"})").status, 204);
   EXPECT_TRUE(fs::is_directory(workspace_ + "/a/b"));
 
-  // A sandboxed process reads what the API wrote.
+  // A sandboxed process reads what the API wrote, at the same /workspace path;
+  // and the API reads what the process wrote there.
   r = client_->request("POST", "/v1/sandboxes/" + id_ + "/processes/run",
-                       json{{"argv", {"/bin/cat", workspace_ + "/src/main.c"}}}.dump());
+                       json{{"cmd", "cat /workspace/src/main.c && echo made > /workspace/src/by-child.txt"}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(body(r)["stdout"], "v2");
+  EXPECT_EQ(get("/workspace/src/by-child.txt").body, "made\n");
 
   EXPECT_EQ(client_->request("DELETE", files("/workspace/src")).status, 204);
   EXPECT_FALSE(fs::exists(workspace_ + "/src"));
