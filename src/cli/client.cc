@@ -1,5 +1,7 @@
 #include "src/cli/client.h"
 
+#include <cctype>
+
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -65,6 +67,21 @@ int reportError(const std::string& what, const HttpResult& reply) {
     return reportFailure(what, j["message"].get<std::string>() + " (" + code + ")" + hint);
   }
   return reportFailure(what, "HTTP " + std::to_string(reply.status) + " " + reply.body.substr(0, 200));
+}
+
+std::string urlEncode(std::string_view s, std::string_view keep) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || keep.find(static_cast<char>(c)) != std::string_view::npos) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace stockade::cli

@@ -29,6 +29,10 @@ int reportFailure(const std::string& what, const std::string& message);
 // Bytes from the daemon made safe for a terminal: control characters escaped.
 std::string printable(std::string_view text);
 
+// Percent-encodes `s` for a URL's path or query: every byte but letters,
+// digits, "-_.~" and those in `keep` (":" in an id, "/" in a path).
+std::string urlEncode(std::string_view s, std::string_view keep = "");
+
 // Exit codes of the daemon commands.
 inline constexpr int kExitDaemonError = 1;  // the daemon refused, or could not be reached
 

@@ -12,5 +12,7 @@ int runCommand(const std::vector<std::string>& args);     // src/cli/run_cmd.cc
 int sandboxCommand(const std::vector<std::string>& args); // src/cli/sandbox_cmd.cc (talks to stockaded)
 // exec, ps, logs, kill, wait, attach: src/cli/process_cmd.cc (talks to stockaded)
 int processCommand(const std::string& command, const std::vector<std::string>& args);
+// cp, ls, persist, restore, snapshot: src/cli/workspace_cmd.cc (talks to stockaded)
+int workspaceCommand(const std::string& command, const std::vector<std::string>& args);
 
 }  // namespace stockade::cli

@@ -23,6 +23,9 @@ Commands:
   exec             run a program in a sandbox of stockaded, streaming its output
   ps, logs, kill, wait, attach
                    processes of a sandbox: list, output, signal, wait, PTY terminal
+  cp, ls           copy files and directories between the host and a sandbox; list one
+  persist, restore save a project directory of a sandbox as a checkpoint; put it back
+  snapshot         capture a sandbox's workspace with its processes frozen
   help TOPIC       the help of a command ("stockade help policy" documents the policy format)
 
 Options:
@@ -183,6 +186,7 @@ constexpr HelpFlag kClientFlags[] = {STOCKADE_CLIENT_FLAGS};
 constexpr HelpFlag kSandboxCreateFlags[] = {
     {"policy", "FILE", "the sandbox's policy; it must narrow the daemon's (default: the bundled\ndefault policy)"},
     {"workspace", "DIR", "an existing host directory as its workspace (default: one the daemon\ncreates, and removes at rm)"},
+    {"from-snapshot", "ID", "fill the new workspace from a snapshot (stockade snapshot prints its id)"},
     STOCKADE_CLIENT_FLAGS};
 constexpr HelpFlag kSandboxNarrowFlags[] = {
     {"policy", "FILE", "the narrower policy"},
@@ -211,6 +215,17 @@ constexpr HelpFlag kKillFlags[] = {
 constexpr HelpFlag kWaitFlags[] = {
     {"timeout-ms", "N", "give up after N milliseconds (exit 124; the process goes on)"},
     STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kPersistFlags[] = {
+    {"exclude", "NAME", "a directory name to leave out, at any depth, beside the default excludes", true},
+    {"timeout", "SECONDS", "give up after this long (1 to 86400; default 180)"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kRestoreFlags[] = {
+    {"timeout", "SECONDS", "give up after this long (1 to 86400; default 180)"},
+    STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kSnapshotFlags[] = {
+    {"key", "KEY", "its operation key (default: a new random one): the same key answers with the\nsame snapshot"},
+    {"lookup", "KEY", "print the snapshot taken under KEY instead of taking one"},
+    STOCKADE_CLIENT_FLAGS};
 #undef STOCKADE_CLIENT_FLAGS
 
 constexpr std::string_view kSandboxDetails = R"(These commands talk to a running stockaded (docs/api.md). Its sandboxes
@@ -237,6 +252,37 @@ put in raw mode while attached and restored on every way out; its window
 size is sent when attaching and on every change. Ctrl-] detaches (the
 process goes on). Exit status: the process's when it ended, 0 when detached.)";
 
+constexpr std::string_view kCpDetails = R"(One of SRC and DST is SANDBOX:PATH, PATH beneath /workspace (absolute, or
+relative to it: sb_1:src/main.c); the other a host path (./a:b for one with a
+colon). Files stream as raw bytes, any size, in bounded memory; a directory
+goes as a tar tree (its content into DST, created when missing). Into a
+sandbox, every name is judged by the sandbox's policy (invalid_path,
+permission_denied). Out of a sandbox, a tree is untrusted: it is extracted by
+stockade's own importer, as strictly as into a sandbox (no "..", no links
+leading out, no devices, no protected names such as .git/hooks or .bashrc:
+such an archive is refused whole and nothing is written). A file is written
+beside DST and renamed over it once complete. Progress is shown on stderr for
+transfers over 4 MiB when stdout is a terminal. Exit status: 0; 1 when the
+daemon refused or could not be reached; 2 for a usage error.)";
+
+constexpr std::string_view kPersistDetails = R"(PATH is a directory beneath /workspace (not /workspace itself). persist
+archives it, leaving out node_modules .next .git dist build out coverage
+.cache .turbo .vite .parcel-cache __pycache__ .venv venv .edgeone and every
+--exclude, and keeps it in the daemon's state directory (at most
+stockaded --max-persist-bytes, 25 MiB: SANDBOX_LIMIT_EXCEEDED beyond).
+restore replaces the directory with it, in this sandbox or a later one, once
+its size and SHA-256 match (SANDBOX_DATA_CORRUPTED otherwise, the directory
+untouched). Exit status: 0; 1 when the daemon refused, or when there was no
+checkpoint to restore; 2 for a usage error.)";
+
+constexpr std::string_view kSnapshotDetails = R"(Freezes every process of the sandbox, archives its whole workspace with its
+SHA-256, thaws them, and returns once the snapshot is on disk; prints its id
+(details on stderr). The daemon records the key before it captures: run the
+same command with the same --key (or --lookup KEY) to find a snapshot whose
+reply was lost. stockade sandbox create --from-snapshot ID starts a sandbox
+from it. Exit status: 0; 1 when the daemon refused (not_quiescent: a process
+could not be frozen); 2 for a usage error.)";
+
 constexpr std::array kTopics = {
     HelpTopic{"run",
               "[--policy FILE | --settings FILE] [--workspace DIR] [--cwd DIR] [--env NAME=VALUE]...\n"
@@ -255,7 +301,7 @@ constexpr std::array kTopics = {
               kDiffDetails},
     HelpTopic{"sandbox", "SUBCOMMAND ...", "create, list, show, narrow and close sandboxes of a running stockaded",
               {}, kSandboxDetails},
-    HelpTopic{"sandbox create", "[--policy FILE] [--workspace DIR]", "create a sandbox; prints its id",
+    HelpTopic{"sandbox create", "[--policy FILE] [--workspace DIR] [--from-snapshot ID]", "create a sandbox; prints its id",
               kSandboxCreateFlags, kSandboxDetails},
     HelpTopic{"sandbox ls", "", "list the sandboxes: id, state, created, workspace", kClientFlags, kSandboxDetails},
     HelpTopic{"sandbox show", "ID", "one sandbox, with its live derived rules", kClientFlags, kSandboxDetails},
@@ -275,6 +321,17 @@ constexpr std::array kTopics = {
     HelpTopic{"wait", "SANDBOX PROCESS [--timeout-ms N]", "wait for a process to end; exit with its status",
               kWaitFlags, kProcessDetails},
     HelpTopic{"attach", "SANDBOX PROCESS", "attach this terminal to a PTY process", kClientFlags, kAttachDetails},
+    HelpTopic{"cp", "SRC DST", "copy a file or a directory between the host and a sandbox (SANDBOX:PATH)",
+              kClientFlags, kCpDetails},
+    HelpTopic{"ls", "SANDBOX[:PATH]", "list a directory of a sandbox's workspace: type and name", kClientFlags,
+              kCpDetails},
+    HelpTopic{"persist", "SANDBOX PATH [--exclude NAME]... [--timeout SECONDS]",
+              "save a project directory of a sandbox as its checkpoint", kPersistFlags, kPersistDetails},
+    HelpTopic{"restore", "SANDBOX PATH [--timeout SECONDS]", "replace a project directory with its checkpoint",
+              kRestoreFlags, kPersistDetails},
+    HelpTopic{"snapshot", "SANDBOX [--key KEY] | --lookup KEY",
+              "capture a sandbox's workspace with its processes frozen; prints the snapshot's id", kSnapshotFlags,
+              kSnapshotDetails},
 };
 
 // Text indented by `n` spaces, line by line.

@@ -3,8 +3,9 @@
 // and chunked bodies, and a streaming read of chunked replies. No Asio or
 // Beast: the CLI links it statically, and `stockade run` never touches it.
 //
-// Replies are read with limits (64 KiB of head, 256 MiB of body); a
-// malformed reply is an error, never a crash.
+// Replies are read with limits (64 KiB of head, 256 MiB of a body read
+// whole; a streamed body has none); a malformed reply is an error, never a
+// crash.
 #pragma once
 
 #include <cstdint>
@@ -50,11 +51,21 @@ class HttpClient {
   // Throws ClientError naming the endpoint.
   HttpResult request(std::string_view method, std::string_view target, std::string_view body = {});
 
-  // Sends the request; a 200 reply with a chunked body is handed to onData
-  // piece by piece (return false to stop: the connection is closed). Any
-  // other reply is returned whole. `onData` is not called then.
+  // Sends the request; a 200 reply's body (chunked, or of any
+  // Content-Length) is handed to onData piece by piece as it arrives (return
+  // false to stop: the connection is closed). Any other reply is returned
+  // whole. `onData` is not called then.
   HttpResult stream(std::string_view method, std::string_view target, std::string_view body,
                     const std::function<bool(std::string_view)>& onData);
+
+  // Sends a streamed body: `read` fills up to n bytes and returns how many
+  // (0 at the end; it throws to abort). With Content-Length when `length`
+  // is known, chunked otherwise. "Expect: 100-continue" first: a refusal
+  // (the path, the policy, the size) arrives before any byte is sent. The
+  // reply is read whole; the connection is closed after it.
+  using BodyRead = std::function<std::size_t(char*, std::size_t)>;
+  HttpResult upload(std::string_view method, std::string_view target, std::string_view contentType,
+                    std::optional<std::uint64_t> length, const BodyRead& read);
 
   const Endpoint& endpoint() const { return endpoint_; }
   const std::optional<std::string>& token() const { return token_; }
@@ -74,6 +85,7 @@ class HttpClient {
   HttpResult readHead();
   std::string readBody(const HttpResult& head, const std::function<bool(std::string_view)>* onData);
   bool fill();  // reads more into buf_; false at EOF
+  void sendAll(std::string_view bytes);
   std::string readLine();
 
   Endpoint endpoint_;

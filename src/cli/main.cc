@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   if (command == "sandbox") return stockade::cli::sandboxCommand(rest);
   for (const char* c : {"exec", "ps", "logs", "kill", "wait", "attach"})
     if (command == c) return stockade::cli::processCommand(command, rest);
+  for (const char* c : {"cp", "ls", "persist", "restore", "snapshot"})
+    if (command == c) return stockade::cli::workspaceCommand(command, rest);
   stockade::cli::printErr("stockade: unknown command \"" + command + "\"; see stockade --help\n");
   return stockade::cli::kExitUsage;
 }

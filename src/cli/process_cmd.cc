@@ -37,21 +37,6 @@ std::string processPath(const std::string& sandbox, const std::string& pid) {
   return processesPath(sandbox) + "/" + pid;
 }
 
-std::string urlEncode(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == ':') {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 int signalNumberOf(std::string_view name) {
   if (name.starts_with("SIG")) name.remove_prefix(3);
   static const std::pair<const char*, int> kSignals[] = {
@@ -129,7 +114,7 @@ std::optional<json> follow(HttpClient& c, const std::string& sandbox, const std:
   int failures = 0;
   while (!eof) {
     std::string target = processPath(sandbox, pid) + "/logs/stream";
-    if (cursor) target += "?cursor=" + urlEncode(*cursor);
+    if (cursor) target += "?cursor=" + urlEncode(*cursor, ":");
     std::string pending;
     bool fatal = false;
     auto onData = [&](std::string_view piece) {
@@ -312,7 +297,7 @@ std::string pad(std::string s, std::size_t width) {
 int psCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
   if (a.positionals.size() != 1) return usage("ps", "give the sandbox id");
   std::string target = processesPath(a.positionals[0]);
-  if (auto st = a.value("state")) target += "?state=" + urlEncode(*st);
+  if (auto st = a.value("state")) target += "?state=" + urlEncode(*st, ":");
   HttpResult r = c.request("GET", target);
   if (r.status != 200) return reportError("ps", r);
   if (asJson) {
@@ -346,7 +331,7 @@ int logsCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
   }
   for (;;) {
     std::string target = processPath(sandbox, pid) + "/logs?limit=1000";
-    if (cursor) target += "&cursor=" + urlEncode(*cursor);
+    if (cursor) target += "&cursor=" + urlEncode(*cursor, ":");
     HttpResult r = c.request("GET", target);
     if (r.status != 200) return reportError("logs " + pid, r);
     json page = json::parse(r.body);

@@ -39,6 +39,7 @@ int create(HttpClient& c, const ParsedArgs& a, bool asJson) {
     body["policy"] = json::object();  // the bundled default's values
   }
   if (auto w = a.value("workspace")) body["workspace"] = *w;
+  if (auto snap = a.value("from-snapshot")) body["fromSnapshot"] = *snap;
   HttpResult r = c.request("POST", "/v1/sandboxes", body.dump());
   if (r.status != 200) return reportError("sandbox create", r);
   if (asJson) {

@@ -36,6 +36,11 @@ Serves stockade's API (docs/api.md) as JSON over HTTP/1.1.
   --resolve HOST=ADDR       the sandboxes' proxy resolves HOST to ADDR instead of asking DNS
                             (repeatable; HOST must still be in a sandbox's allowedDomains)
   --max-body-bytes N        JSON request bodies (default 16777216)
+  --max-raw-body-bytes N    streamed bodies: file uploads and tar trees (default 8589934592)
+  --body-timeout-ms N       a JSON body must arrive within N ms; a streamed body may pause at most
+                            N ms between pieces (default 120000)
+  --max-persist-bytes N     a persist's archive (default 26214400, 25 MiB)
+  --max-file-bytes N        one file uploaded to or downloaded from a workspace (default 8589934592)
   --max-requests N          requests served at once, streams included (default 256)
   --max-connections N       open connections (default 1024)
   --max-sandboxes N         sandboxes not yet released (default 256)
@@ -82,6 +87,10 @@ int main(int argc, char** argv) {
                                       {"allow-origin", true, true},
                                       {"resolve", true, true},
                                       {"max-body-bytes"},
+                                      {"max-raw-body-bytes"},
+                                      {"body-timeout-ms"},
+                                      {"max-persist-bytes"},
+                                      {"max-file-bytes"},
                                       {"max-requests"},
                                       {"max-connections"},
                                       {"max-sandboxes"},
@@ -132,6 +141,10 @@ int main(int argc, char** argv) {
     if (auto problem = process::addResolveFlag(r, o.sandboxLimits.processes.resolve)) return usageError(*problem);
   std::string error;
   if (auto n = positive(a, "max-body-bytes", error)) o.limits.maxJsonBodyBytes = *n;
+  if (auto n = positive(a, "max-raw-body-bytes", error)) o.limits.maxRawBodyBytes = *n;
+  if (auto n = positive(a, "body-timeout-ms", error)) o.limits.bodyTimeout = std::chrono::milliseconds(*n);
+  if (auto n = positive(a, "max-persist-bytes", error)) o.maxPersistBytes = *n;
+  if (auto n = positive(a, "max-file-bytes", error)) o.sandboxLimits.maxFileBytes = *n;
   if (auto n = positive(a, "max-requests", error)) o.limits.maxConcurrentRequests = *n;
   if (auto n = positive(a, "max-connections", error)) o.limits.maxConnections = *n;
   if (auto n = positive(a, "max-sandboxes", error)) o.sandboxLimits.maxSandboxes = *n;

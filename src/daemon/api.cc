@@ -10,7 +10,10 @@ namespace stockade::daemon {
 
 using nlohmann::json;
 
-Api::Api(ApiContext context) : context_(std::move(context)), processes_(*context_.sandboxes, *context_.ledger) {}
+Api::Api(ApiContext context)
+    : context_(std::move(context)),
+      processes_(*context_.sandboxes, *context_.ledger),
+      workspaces_(*context_.sandboxes, *context_.checkpoints, *context_.snapshots) {}
 
 namespace {
 
@@ -63,6 +66,19 @@ Reply Api::handle(Request& request) {
     case RouteId::kStartPty: return processes_.startPty(request);
     case RouteId::kAttachPty: return processes_.attachPty(request);
     case RouteId::kResizePty: return processes_.resizePty(request);
+    case RouteId::kUploadFile: return workspaces_.upload(request);
+    case RouteId::kDownloadFile: return workspaces_.download(request);
+    case RouteId::kRemoveFile: return workspaces_.remove(request);
+    case RouteId::kListFiles: return workspaces_.list(request);
+    case RouteId::kFileExists: return workspaces_.exists(request);
+    case RouteId::kMakeDir: return workspaces_.makeDir(request);
+    case RouteId::kWatchFiles: return workspaces_.watch(request);
+    case RouteId::kExportTree: return workspaces_.exportTree(request);
+    case RouteId::kImportTree: return workspaces_.importTree(request);
+    case RouteId::kPersist: return workspaces_.persist(request);
+    case RouteId::kRestore: return workspaces_.restore(request);
+    case RouteId::kCreateSnapshot: return workspaces_.snapshot(request);
+    case RouteId::kLookupSnapshot: return workspaces_.lookupSnapshot(request);
     case RouteId::kRunCode: break;
   }
   return Response::error({ApiCode::kNotImplemented, "route " + std::string(request.match.route->pattern) +
@@ -89,7 +105,9 @@ Reply Api::createSandbox(const Request& r) {
   if (auto e = requireEmptyQuery(r.query)) return Response::error(*e);
   auto decoded = decodeCreateSandbox(r.body);
   if (auto* e = std::get_if<ApiError>(&decoded)) return Response::error(*e);
-  return replyOr<SandboxView>(context_.sandboxes->create(std::get<CreateSandboxRequest>(decoded)),
+  const auto& request = std::get<CreateSandboxRequest>(decoded);
+  return replyOr<SandboxView>(request.fromSnapshot ? workspaces_.createFromSnapshot(request)
+                                                   : context_.sandboxes->create(request),
                               [](const SandboxView& v) {
                                 json j = sandboxJson(v);
                                 return Response::json(json{{"id", j["id"]},

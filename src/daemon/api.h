@@ -10,6 +10,7 @@
 #include "src/daemon/process_api.h"
 #include "src/daemon/sandboxes.h"
 #include "src/daemon/server.h"
+#include "src/daemon/workspace_api.h"
 
 namespace stockade::daemon {
 
@@ -17,6 +18,8 @@ struct ApiContext {
   platform::KernelFeatures features;  // detected once at start-up
   Sandboxes* sandboxes = nullptr;     // owned by the Daemon, outlives the Api
   ledger::Ledger* ledger = nullptr;   // the same
+  CheckpointStore* checkpoints = nullptr;  // the same
+  SnapshotStore* snapshots = nullptr;      // the same
 };
 
 class Api : public Handler {
@@ -34,6 +37,7 @@ class Api : public Handler {
 
   ApiContext context_;
   ProcessApi processes_;
+  WorkspaceApi workspaces_;
 };
 
 }  // namespace stockade::daemon

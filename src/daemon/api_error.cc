@@ -37,6 +37,14 @@ constexpr CodeInfo info(ApiCode code) noexcept {
     case ApiCode::kInternal: return {"internal", 500};
     case ApiCode::kNotImplemented: return {"not_implemented", 501};
     case ApiCode::kUnavailable: return {"unavailable", 503};
+    case ApiCode::kIsDirectory: return {"is_directory", 409};
+    case ApiCode::kNotDirectory: return {"not_directory", 409};
+    case ApiCode::kInvalidArchive: return {"invalid_archive", 400};
+    case ApiCode::kNotQuiescent: return {"not_quiescent", 409};
+    case ApiCode::kLimitExceeded: return {"SANDBOX_LIMIT_EXCEEDED", 413};
+    case ApiCode::kSandboxConflict: return {"SANDBOX_CONFLICT", 409};
+    case ApiCode::kDataCorrupted: return {"SANDBOX_DATA_CORRUPTED", 422};
+    case ApiCode::kFailedOperation: return {"SANDBOX_FAILED_OPERATION", 500};
   }
   return {"internal", 500};
 }
@@ -55,6 +63,28 @@ ApiCode apiCodeFor(ErrorCode code) noexcept {
     case ErrorCode::kPolicyDrift: return ApiCode::kPolicyDrift;
     case ErrorCode::kNotInitialized: return ApiCode::kNotInitialized;
     case ErrorCode::kSpawnFailed: return ApiCode::kSpawnFailed;
+  }
+  return ApiCode::kInternal;
+}
+
+ApiCode apiCodeFor(WorkspaceErrorCode code) noexcept {
+  using W = WorkspaceErrorCode;
+  switch (code) {
+    case W::kInvalidPath: return ApiCode::kInvalidPath;
+    case W::kNotFound: return ApiCode::kNotFound;
+    case W::kIsDirectory: return ApiCode::kIsDirectory;
+    case W::kNotDirectory: return ApiCode::kNotDirectory;
+    case W::kTooLarge: return ApiCode::kTooLarge;
+    case W::kPermissionDenied: return ApiCode::kPermissionDenied;
+    case W::kInvalidArchive: return ApiCode::kInvalidArchive;
+    case W::kStaleEpoch: return ApiCode::kStaleEpoch;
+    case W::kUnavailable: return ApiCode::kUnavailable;
+    case W::kTimeout: return ApiCode::kTimeout;
+    case W::kNotQuiescent: return ApiCode::kNotQuiescent;
+    case W::kLimitExceeded: return ApiCode::kLimitExceeded;
+    case W::kConflict: return ApiCode::kSandboxConflict;
+    case W::kDataCorrupted: return ApiCode::kDataCorrupted;
+    case W::kFailedOperation: return ApiCode::kFailedOperation;
   }
   return ApiCode::kInternal;
 }

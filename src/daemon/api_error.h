@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "stockade/error.h"
+#include "stockade/workspace.h"
 
 namespace stockade::daemon {
 
@@ -33,6 +34,15 @@ enum class ApiCode {
   kInternal,               // "internal" 500: a bug or a host failure; the message says which call
   kNotImplemented,         // "not_implemented" 501
   kUnavailable,            // "unavailable" 503: a limit reached, or shutting down; retry later
+  // The workspace's (seeds 000 and 002):
+  kIsDirectory,            // "is_directory" 409: a directory where a file is wanted
+  kNotDirectory,           // "not_directory" 409: a non-directory where a directory is wanted
+  kInvalidArchive,         // "invalid_archive" 400: a tar archive refused, naming the entry
+  kNotQuiescent,           // "not_quiescent" 409: the sandbox's processes could not be frozen
+  kLimitExceeded,          // "SANDBOX_LIMIT_EXCEEDED" 413: a persist's archive over its limit
+  kSandboxConflict,        // "SANDBOX_CONFLICT" 409: a persist or restore already running
+  kDataCorrupted,          // "SANDBOX_DATA_CORRUPTED" 422: a stored archive that does not match its checksum
+  kFailedOperation,        // "SANDBOX_FAILED_OPERATION" 500: a persist or restore that failed (I/O, its timeout)
 };
 
 // Every ApiCode, in declaration order; tests walk it.
@@ -44,7 +54,10 @@ inline constexpr ApiCode kAllApiCodes[] = {
     ApiCode::kTooLarge,             ApiCode::kPolicyConflict,  ApiCode::kNarrowingUnsupported,
     ApiCode::kNetworkGrantUnsupported, ApiCode::kPolicyDrift,  ApiCode::kNotInitialized,
     ApiCode::kSpawnFailed,          ApiCode::kReleaseFailed,   ApiCode::kInternal,
-    ApiCode::kNotImplemented,       ApiCode::kUnavailable,
+    ApiCode::kNotImplemented,       ApiCode::kUnavailable,     ApiCode::kIsDirectory,
+    ApiCode::kNotDirectory,         ApiCode::kInvalidArchive,  ApiCode::kNotQuiescent,
+    ApiCode::kLimitExceeded,        ApiCode::kSandboxConflict, ApiCode::kDataCorrupted,
+    ApiCode::kFailedOperation,
 };
 
 std::string_view apiCodeName(ApiCode code) noexcept;  // "invalid_argument", "E_SANDBOX_POLICY_CONFLICT", ...
@@ -52,6 +65,8 @@ int apiCodeStatus(ApiCode code) noexcept;            // 400, 422, ...
 
 // The library's SandboxError codes, as the daemon reports them.
 ApiCode apiCodeFor(ErrorCode code) noexcept;
+// The workspace's codes, as the daemon reports them (the same seed names).
+ApiCode apiCodeFor(WorkspaceErrorCode code) noexcept;
 
 struct ApiError {
   ApiCode code = ApiCode::kInternal;

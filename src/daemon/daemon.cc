@@ -88,6 +88,8 @@ struct Daemon::Impl {
   std::unique_ptr<process::Runtime> runtime;
   ledger::RecoveryReport recovery;
   std::unique_ptr<Sandboxes> sandboxes;
+  std::optional<CheckpointStore> checkpoints;
+  std::optional<SnapshotStore> snapshots;
   std::shared_ptr<Api> api;
   std::unique_ptr<Server> server;
 
@@ -146,19 +148,33 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
                                                                  ? std::optional<std::string>(o.listen.path)
                                                                  : std::nullopt});
 
+  auto checkpoints = CheckpointStore::open({o.stateDir, o.maxPersistBytes});
+  if (auto* e = std::get_if<WorkspaceError>(&checkpoints))
+    throw std::runtime_error("--state-dir: the checkpoint store: " + e->message);
+  impl_->checkpoints.emplace(std::get<CheckpointStore>(std::move(checkpoints)));
+  SnapshotStore::Options so{};
+  so.stateDir = o.stateDir;
+  so.ledger = std::make_shared<ledger::LedgerSnapshots>(*impl_->ledger);
+  auto snapshots = SnapshotStore::open(std::move(so));
+  if (auto* e = std::get_if<WorkspaceError>(&snapshots))
+    throw std::runtime_error("--state-dir: the snapshot store: " + e->message);
+  impl_->snapshots.emplace(std::get<SnapshotStore>(std::move(snapshots)));
+
   ApiContext context;
   context.features = platform::detectKernelFeatures();
+  context.checkpoints = &*impl_->checkpoints;
+  context.snapshots = &*impl_->snapshots;
   context.sandboxes = impl_->sandboxes.get();
   context.ledger = impl_->ledger.get();
   impl_->api = std::make_shared<Api>(std::move(context));
-  ServerOptions so;
-  so.listen = o.listen;
-  so.auth.token = o.token;
-  so.auth.allowedOrigins = o.allowedOrigins;
-  so.limits = o.limits;
-  so.ioThreads = o.ioThreads;
-  so.workerThreads = o.workerThreads;
-  impl_->server = std::make_unique<Server>(std::move(so), impl_->api, [](const AccessRecord& r) {
+  ServerOptions serverOptions;
+  serverOptions.listen = o.listen;
+  serverOptions.auth.token = o.token;
+  serverOptions.auth.allowedOrigins = o.allowedOrigins;
+  serverOptions.limits = o.limits;
+  serverOptions.ioThreads = o.ioThreads;
+  serverOptions.workerThreads = o.workerThreads;
+  impl_->server = std::make_unique<Server>(std::move(serverOptions), impl_->api, [](const AccessRecord& r) {
     spdlog::info("{}", accessLogLine(r));
   });
   // Loaded once the socket is bound (served only from start()): the socket

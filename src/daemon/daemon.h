@@ -8,6 +8,9 @@
 // recorded as running is killed (if its pid still names it) and marked lost;
 // the socket is bound; sandboxes are loaded (their rules derived against
 // the socket just bound) and unfinished closes retried; then it is served.
+// Checkpoints (persist) and snapshots live in the state dir too
+// (checkpoints/, snapshots/); snapshots are recorded in the ledger under
+// their operation keys.
 #pragma once
 
 #include <chrono>
@@ -32,6 +35,7 @@ struct DaemonOptions {
   ServerLimits limits;
   SandboxLimits sandboxLimits;
   std::chrono::milliseconds gcInterval{60'000};  // the collection pass that retries failed closes
+  std::uint64_t maxPersistBytes = std::uint64_t{25} << 20;  // a persist's archive (SANDBOX_LIMIT_EXCEEDED beyond)
   int ioThreads = 2;
   int workerThreads = 8;
 };

@@ -3,6 +3,8 @@
 #include <csignal>
 
 #include "src/process/launcher.h"
+#include "src/process/registry.h"
+#include "src/process/supervisor.h"
 #include "stockade/error.h"
 
 namespace stockade::daemon {
@@ -158,6 +160,20 @@ void LiveSandbox::dropSpareLocked() {
   }
   spare_.reset();
   spareSettled_.notify_all();
+}
+
+DerivedRules LiveSandbox::rules() const {
+  std::lock_guard lock(mu_);
+  return baseline_.rules();
+}
+
+std::vector<int> LiveSandbox::processRoots() {
+  std::vector<int> pids;
+  for (const auto& record : registry_.all()) {
+    if (record->terminal()) continue;
+    if (auto supervised = record->supervised()) pids.push_back(supervised->pid());
+  }
+  return pids;
 }
 
 void LiveSandbox::narrow(SandboxPolicy policy, DerivedRules rules) {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "policy/drift.h"
 #include "src/process/runtime.h"
@@ -55,6 +56,16 @@ class LiveSandbox : public process::SandboxContext, public std::enable_shared_fr
   process::Registry& registry() override { return registry_; }
   const std::shared_ptr<process::LogRing::Budget>& logBudget() const override { return budget_; }
   std::size_t logBytesPerProcess() const override { return options_.logBytesPerProcess; }
+
+  // The rules its children get now (as admitted, or as last narrowed): what
+  // the workspace API asks of every file operation.
+  DerivedRules rules() const;
+  // The host pids of its running children's sandbox inits (what a snapshot freezes).
+  std::vector<int> processRoots();
+  // While held, no child is admitted (an admission waits), and every child
+  // admitted before is registered: a snapshot's freeze sees them all and no
+  // new one appears beside them. narrow() and dispose() wait for it too.
+  std::unique_lock<std::shared_mutex> holdAdmissions() { return std::unique_lock(gate_); }
 
   // Replaces the live rules (the caller checked they narrow them): waits for
   // children being admitted, so none starts under the older rules after it.

@@ -10,6 +10,7 @@ struct ThreadedChunks::Shared {
   std::deque<std::string> chunks;
   std::size_t queuedBytes = 0;
   bool done = false;
+  bool failed = false;  // the producer threw
   Waker wake;
   std::stop_source stop;
 };
@@ -30,15 +31,17 @@ ThreadedChunks::ThreadedChunks(Produce produce, std::size_t maxQueued) : shared_
       if (wake) wake();
       return true;
     };
+    bool failed = false;
     try {
       produce(s->stop.get_token(), emit);
     } catch (...) {
-      // The stream ends; what was queued is still delivered.
+      failed = true;  // what was queued is still delivered, then the stream is cut
     }
     Waker wake;
     {
       std::lock_guard lock(s->mu);
       s->done = true;
+      s->failed = failed;
       wake = s->wake;
     }
     if (wake) wake();
@@ -61,7 +64,7 @@ ChunkSource::Step ThreadedChunks::next(std::string& out, const Waker& wake) {
     shared_->drained.notify_all();
     return Step::kData;
   }
-  if (shared_->done) return Step::kEnd;
+  if (shared_->done) return shared_->failed ? Step::kAbort : Step::kEnd;
   shared_->wake = wake;
   return Step::kPending;
 }

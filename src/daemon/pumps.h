@@ -21,7 +21,9 @@ namespace stockade::daemon {
 // Chunks produced by a blocking function. emit() blocks while more than
 // `maxQueued` bytes wait for the client (a slow reader holds the producer
 // back, never the process: its output stays in its log ring) and returns
-// false once the stream is stopped.
+// false once the stream is stopped. A producer that throws aborts the
+// stream (Step::kAbort, after what it queued): a failure never reads as a
+// complete stream.
 class ThreadedChunks : public ChunkSource {
  public:
   using Emit = std::function<bool(std::string)>;

@@ -1,5 +1,6 @@
 #include "src/daemon/requests.h"
 
+#include <cctype>
 #include <csignal>
 
 #include "policy/text.h"
@@ -177,6 +178,54 @@ Decoded<T> decodeWithPolicy(std::string_view body, Fn read) {
   return out;
 }
 
+// A snapshot id as the daemon makes them: "snap_" and 32 hex digits.
+std::optional<std::string> readSnapshotId(FieldReader& f, std::string_view key) {
+  auto v = f.string(key);
+  if (!v) return std::nullopt;
+  bool ok = v->size() == 37 && v->starts_with("snap_");
+  for (std::size_t i = 5; ok && i < v->size(); ++i) ok = std::isxdigit(static_cast<unsigned char>((*v)[i])) != 0;
+  if (!ok) {
+    f.fail(key, quoteValue(*v) + " is not a snapshot id; give the \"id\" a snapshot returned (\"snap_\" and 32 hex digits)");
+    return std::nullopt;
+  }
+  return v;
+}
+
+// A sandbox path in a body: any string, a NUL byte included, judged by the
+// workspace API (invalid_path), as a ?path= is.
+std::string readSandboxPath(FieldReader& f, std::string_view key) {
+  const json* v = f.raw(key);
+  if (!v) {
+    f.fail(key, "required: a path inside the sandbox, such as \"/workspace/app\"");
+    return "";
+  }
+  if (!v->is_string()) {
+    f.fail(key, std::string("must be a string, not ") + jsonTypeName(*v));
+    return "";
+  }
+  return v->get<std::string>();
+}
+
+std::optional<std::uint64_t> readSeconds(FieldReader& f, std::string_view key) {
+  constexpr std::uint64_t kMaxSeconds = 86'400;
+  if (!f.has(key)) return std::nullopt;
+  const json* v = f.raw(key);
+  if (!v->is_number_integer() && !v->is_number_unsigned()) {
+    f.fail(key, std::string("must be a whole number of seconds from 1 to 86400, not ") + jsonTypeName(*v));
+    return std::nullopt;
+  }
+  if (v->is_number_integer() && v->get<std::int64_t>() < 1) {
+    f.fail(key, "must be a whole number of seconds from 1 to 86400, not " + v->dump());
+    return std::nullopt;
+  }
+  std::uint64_t n = v->get<std::uint64_t>();
+  if (n < 1 || n > kMaxSeconds) {
+    f.fail(key, "must be a whole number of seconds from 1 to 86400, not " + v->dump());
+    return std::nullopt;
+  }
+  return n;
+}
+
 std::optional<ApiError> unknownQueryKey(const Query& q, std::initializer_list<std::string_view> known) {
   for (const auto& [k, v] : q) {
     bool ok = false;
@@ -262,6 +311,7 @@ Decoded<CreateSandboxRequest> decodeCreateSandbox(std::string_view body) {
       else
         out.workspace = std::move(w);
     }
+    if (f.has("fromSnapshot")) out.fromSnapshot = readSnapshotId(f, "fromSnapshot");
   });
 }
 
@@ -440,6 +490,80 @@ Decoded<LogsQuery> decodeLogsQuery(const Query& q, bool paged) {
 
 Decoded<LogsQuery> decodeLogs(const Query& q) { return decodeLogsQuery(q, true); }
 Decoded<LogsQuery> decodeLogStream(const Query& q) { return decodeLogsQuery(q, false); }
+
+Decoded<PathQuery> decodeFilePathQuery(const Query& q) {
+  if (auto e = unknownQueryKey(q, {"path"})) return *e;
+  auto it = q.find("path");
+  if (it == q.end()) return invalidArgument("query.path", "required: the file's path in the sandbox, ?path=/workspace/a.txt");
+  return PathQuery{it->second};
+}
+
+Decoded<PathQuery> decodeDirectoryQuery(const Query& q) {
+  if (auto e = unknownQueryKey(q, {"path"})) return *e;
+  auto it = q.find("path");
+  return PathQuery{it == q.end() ? std::string("/workspace") : it->second};
+}
+
+Decoded<WatchQuery> decodeWatchQuery(const Query& q) {
+  if (auto e = unknownQueryKey(q, {"path", "recursive"})) return *e;
+  WatchQuery out;
+  if (auto it = q.find("path"); it != q.end()) out.path = it->second;
+  std::optional<std::string> recursive;
+  if (auto e = queryChoice(q, "recursive", {"true", "false"}, recursive)) return *e;
+  out.recursive = recursive && *recursive == "true";
+  return out;
+}
+
+Decoded<MakeDirRequest> decodeMakeDir(std::string_view body) {
+  return decodeObject<MakeDirRequest>(body, EmptyBody::kRefused,
+                                      [](FieldReader& f, MakeDirRequest& out) { out.path = readSandboxPath(f, "path"); });
+}
+
+Decoded<PersistRequest> decodePersist(std::string_view body) {
+  return decodeObject<PersistRequest>(body, EmptyBody::kRefused, [](FieldReader& f, PersistRequest& out) {
+    out.path = readSandboxPath(f, "path");
+    if (auto ex = f.stringArray("exclude")) {
+      for (std::size_t i = 0; i < ex->size(); ++i) {
+        const std::string& name = (*ex)[i];
+        bool ok = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
+                  name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+        if (!ok) {
+          f.fail("exclude[" + std::to_string(i) + "]",
+                 quoteValue(name) + " is not a directory name; give plain names such as \"tmp\" (matched at any depth)");
+          return;
+        }
+      }
+      out.exclude = std::move(*ex);
+    }
+    out.timeoutSeconds = readSeconds(f, "timeout");
+  });
+}
+
+Decoded<RestoreRequest> decodeRestore(std::string_view body) {
+  return decodeObject<RestoreRequest>(body, EmptyBody::kRefused, [](FieldReader& f, RestoreRequest& out) {
+    out.path = readSandboxPath(f, "path");
+    out.timeoutSeconds = readSeconds(f, "timeout");
+  });
+}
+
+Decoded<SnapshotRequestBody> decodeSnapshot(std::string_view body) {
+  return decodeObject<SnapshotRequestBody>(body, EmptyBody::kRefused, [](FieldReader& f, SnapshotRequestBody& out) {
+    if (!f.has("operationKey"))
+      f.fail("operationKey", "required: a key of the caller's (1-256 bytes) that finds the snapshot again");
+    if (auto k = readShortString(f, "operationKey", 256)) out.operationKey = std::move(*k);
+    out.timeoutSeconds = readSeconds(f, "timeout");
+  });
+}
+
+Decoded<SnapshotLookupQuery> decodeSnapshotLookup(const Query& q) {
+  if (auto e = unknownQueryKey(q, {"operationKey"})) return *e;
+  auto it = q.find("operationKey");
+  if (it == q.end() || it->second.empty() || it->second.size() > 256)
+    return invalidArgument("query.operationKey", "required: the operation key of the snapshot (1-256 bytes)");
+  for (unsigned char c : it->second)
+    if (c < 0x20 || c == 0x7f) return invalidArgument("query.operationKey", "contains a control character");
+  return SnapshotLookupQuery{it->second};
+}
 
 std::optional<ApiError> requireEmptyQuery(const Query& q) { return unknownQueryKey(q, {}); }
 

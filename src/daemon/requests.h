@@ -25,6 +25,7 @@ using Decoded = std::variant<T, ApiError>;
 struct CreateSandboxRequest {
   std::optional<SandboxPolicy> policy;     // always set once decoded
   std::optional<std::string> workspace;    // an absolute host directory
+  std::optional<std::string> fromSnapshot; // a snapshot id ("snap_..."): the new workspace's content
 };
 Decoded<CreateSandboxRequest> decodeCreateSandbox(std::string_view body);
 
@@ -146,6 +147,61 @@ struct LogsQuery {
 };
 Decoded<LogsQuery> decodeLogs(const Query& query);
 Decoded<LogsQuery> decodeLogStream(const Query& query);
+
+// ---- the workspace (shared/API.md, "Workspace")
+//
+// Sandbox paths are taken as given ("/workspace/...", any bytes, a NUL
+// included): the workspace API judges them (invalid_path), never a string
+// check here.
+
+// ?path= of .../files (PUT, GET, DELETE), required; of .../files/list and
+// .../tree (GET, PUT), "/workspace" when absent.
+struct PathQuery {
+  std::string path;
+};
+Decoded<PathQuery> decodeFilePathQuery(const Query& query);
+Decoded<PathQuery> decodeDirectoryQuery(const Query& query);
+
+// GET .../files/watch?path=&recursive=
+struct WatchQuery {
+  std::string path = "/workspace";
+  bool recursive = false;
+};
+Decoded<WatchQuery> decodeWatchQuery(const Query& query);
+
+// POST .../files/mkdir
+struct MakeDirRequest {
+  std::string path;
+};
+Decoded<MakeDirRequest> decodeMakeDir(std::string_view body);
+
+// POST .../persist; timeouts are whole seconds, 1 to 86400 (seed 002).
+struct PersistRequest {
+  std::string path;
+  std::vector<std::string> exclude;  // directory names (no '/', not "." or "..")
+  std::optional<std::uint64_t> timeoutSeconds;
+};
+Decoded<PersistRequest> decodePersist(std::string_view body);
+
+// POST .../restore
+struct RestoreRequest {
+  std::string path;
+  std::optional<std::uint64_t> timeoutSeconds;
+};
+Decoded<RestoreRequest> decodeRestore(std::string_view body);
+
+// POST .../snapshots
+struct SnapshotRequestBody {
+  std::string operationKey;  // 1-256 bytes, no control characters
+  std::optional<std::uint64_t> timeoutSeconds;
+};
+Decoded<SnapshotRequestBody> decodeSnapshot(std::string_view body);
+
+// GET /v1/snapshots?operationKey=
+struct SnapshotLookupQuery {
+  std::string operationKey;
+};
+Decoded<SnapshotLookupQuery> decodeSnapshotLookup(const Query& query);
 
 // A query with no parameters: any key is an error.
 std::optional<ApiError> requireEmptyQuery(const Query& query);

@@ -66,6 +66,32 @@ constexpr Route kRoutes[] = {
      "attach to a PTY process: a WebSocket, binary frames both ways"},
     {M::kPost, "/v1/sandboxes/{id}/ptys/{pid}/resize", RouteId::kResizePty, A::kToken, B::kJson, R::kJson,
      "set a PTY process's window size"},
+    {M::kPut, "/v1/sandboxes/{id}/files", RouteId::kUploadFile, A::kToken, B::kRaw, R::kJson,
+     "create or replace a file of the workspace with the body's bytes (atomically)"},
+    {M::kGet, "/v1/sandboxes/{id}/files", RouteId::kDownloadFile, A::kToken, B::kNone, R::kBytes,
+     "a file of the workspace, as raw bytes"},
+    {M::kDelete, "/v1/sandboxes/{id}/files", RouteId::kRemoveFile, A::kToken, B::kNone, R::kJson,
+     "remove a file, a symlink or a directory tree of the workspace"},
+    {M::kGet, "/v1/sandboxes/{id}/files/list", RouteId::kListFiles, A::kToken, B::kNone, R::kJson,
+     "the names in a directory of the workspace"},
+    {M::kGet, "/v1/sandboxes/{id}/files/exists", RouteId::kFileExists, A::kToken, B::kNone, R::kJson,
+     "whether anything is at a path of the workspace"},
+    {M::kPost, "/v1/sandboxes/{id}/files/mkdir", RouteId::kMakeDir, A::kToken, B::kJson, R::kJson,
+     "create a directory of the workspace and its missing parents"},
+    {M::kGet, "/v1/sandboxes/{id}/files/watch", RouteId::kWatchFiles, A::kToken, B::kNone, R::kStream,
+     "changes beneath a directory of the workspace as they happen (chunked NDJSON)"},
+    {M::kGet, "/v1/sandboxes/{id}/tree", RouteId::kExportTree, A::kToken, B::kNone, R::kBytes,
+     "the workspace (or a directory of it) as a tar archive"},
+    {M::kPut, "/v1/sandboxes/{id}/tree", RouteId::kImportTree, A::kToken, B::kRaw, R::kJson,
+     "extract a tar archive into the workspace, strictly; a refused archive changes nothing"},
+    {M::kPost, "/v1/sandboxes/{id}/persist", RouteId::kPersist, A::kToken, B::kJson, R::kJson,
+     "save a project directory of the workspace as a checkpoint"},
+    {M::kPost, "/v1/sandboxes/{id}/restore", RouteId::kRestore, A::kToken, B::kJson, R::kJson,
+     "replace a project directory with its verified checkpoint"},
+    {M::kPost, "/v1/sandboxes/{id}/snapshots", RouteId::kCreateSnapshot, A::kToken, B::kJson, R::kJson,
+     "capture the workspace with the sandbox's processes frozen, under an operation key"},
+    {M::kGet, "/v1/snapshots", RouteId::kLookupSnapshot, A::kToken, B::kNone, R::kJson,
+     "the snapshot taken under an operation key"},
 };
 
 bool isIdChar(char c) noexcept {
@@ -127,8 +153,9 @@ int hexValue(char c) noexcept {
   return -1;
 }
 
-// Percent-decodes one query component; false on a bad escape or a NUL.
-bool decodeComponent(std::string_view in, std::string& out) {
+// Percent-decodes one query component; false on a bad escape, or a NUL
+// unless `nulAllowed`.
+bool decodeComponent(std::string_view in, std::string& out, bool nulAllowed) {
   out.clear();
   for (std::size_t i = 0; i < in.size(); ++i) {
     char c = in[i];
@@ -139,7 +166,7 @@ bool decodeComponent(std::string_view in, std::string& out) {
       int hi = hexValue(in[i + 1]), lo = hexValue(in[i + 2]);
       if (hi < 0 || lo < 0) return false;
       char decoded = static_cast<char>(hi * 16 + lo);
-      if (decoded == '\0') return false;
+      if (decoded == '\0' && !nulAllowed) return false;
       out += decoded;
       i += 2;
     } else {
@@ -232,10 +259,10 @@ std::variant<Query, ApiError> parseQuery(std::string_view query) {
     if (pair.empty()) continue;
     auto eq = pair.find('=');
     std::string key, value;
-    if (!decodeComponent(pair.substr(0, eq), key))
-      return invalidArgument("query", quoteValue(pair) + " has a bad %-escape or a NUL byte");
-    if (eq != std::string_view::npos && !decodeComponent(pair.substr(eq + 1), value))
-      return invalidArgument("query." + key, "bad %-escape or a NUL byte");
+    if (!decodeComponent(pair.substr(0, eq), key, false))
+      return invalidArgument("query", quoteValue(pair) + " has a bad %-escape or a NUL byte in its name");
+    if (eq != std::string_view::npos && !decodeComponent(pair.substr(eq + 1), value, true))
+      return invalidArgument("query." + key, "bad %-escape");
     if (out.count(key)) return invalidArgument("query." + key, "given more than once; give it once");
     out.emplace(std::move(key), std::move(value));
   }

@@ -47,6 +47,19 @@ enum class RouteId {
   kAttachPty,
   kResizePty,
   kRunCode,
+  kUploadFile,
+  kDownloadFile,
+  kRemoveFile,
+  kListFiles,
+  kFileExists,
+  kMakeDir,
+  kWatchFiles,
+  kExportTree,
+  kImportTree,
+  kPersist,
+  kRestore,
+  kCreateSnapshot,
+  kLookupSnapshot,
 };
 
 // Who may call a route.
@@ -59,14 +72,15 @@ enum class Access {
 enum class BodyKind {
   kNone,  // any body is refused (400)
   kJson,  // buffered whole, up to the JSON body limit, then decoded (requests.h)
-  kRaw,   // handed to the route unread, to stream (file uploads, tar trees); the
-          // server refuses these with 501 until a route (the workspace's) reads them
+  kRaw,   // streamed to the route as it arrives (Request::rawBody: file uploads,
+          // tar trees), up to ServerLimits::maxRawBodyBytes, in bounded memory
 };
 
 // How a route replies.
 enum class ReplyKind {
   kJson,       // one JSON body (or 204)
   kStream,     // chunked application/x-ndjson
+  kBytes,      // raw bytes as they are read (a file, a tar archive), in bounded memory
   kWebSocket,  // upgrade to a WebSocket, binary frames both ways
 };
 
@@ -109,7 +123,9 @@ Target splitTarget(std::string_view target) noexcept;
 using Query = std::map<std::string, std::string, std::less<>>;
 
 // Parses "a=1&b=x%20y": percent-decoding, '+' as a space. A repeated key,
-// a bad escape or a NUL byte is an error naming the key.
+// a bad escape or a NUL byte in a key is an error naming the key. A NUL byte
+// in a value is kept: its decoder judges it (requests.h; a sandbox path
+// holding one is invalid_path).
 std::variant<Query, ApiError> parseQuery(std::string_view query);
 
 }  // namespace stockade::daemon

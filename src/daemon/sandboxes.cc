@@ -72,7 +72,7 @@ std::string literal(const std::string& path) {
 
 SandboxPolicy Sandboxes::confined(const SandboxPolicy& policy, const std::string&) const {
   FilesystemPolicy fs = policy.filesystem();
-  for (const char* name : {"/ledger.db", "/ledger.db-wal", "/ledger.db-shm", "/lock"})
+  for (const char* name : {"/ledger.db", "/ledger.db-wal", "/ledger.db-shm", "/lock", "/checkpoints", "/snapshots"})
     fs.denyRead.push_back(literal(files_.stateDir + name));
   if (files_.tokenFile) fs.denyRead.push_back(literal(*files_.tokenFile));
   if (files_.socket) fs.denyRead.push_back(literal(*files_.socket));
@@ -83,6 +83,19 @@ void Sandboxes::startLive(Entry& e, const SandboxPolicy& policy) {
   e.live = LiveSandbox::make(runtime_, e.record.id, e.record.workspace, confined(policy, e.record.workspace),
                              contextFor(e.record.workspace), *e.rules, limits_.processes);
   e.core = process::makeServiceCore(e.live);
+  // The workspace holds the sandbox (its rules, whether it is live), never
+  // the other way round: a request still holding it after the close gets
+  // stale_epoch.
+  WorkspaceOptions o;
+  o.hostPath = e.record.workspace;
+  o.rules = [sandbox = e.live] { return sandbox->rules(); };
+  o.live = [sandbox = e.live] { return sandbox->live(); };
+  o.maxFileBytes = limits_.maxFileBytes;
+  auto opened = Workspace::open(std::move(o));
+  if (auto* err = std::get_if<WorkspaceError>(&opened))
+    e.workspaceProblem = "its workspace " + e.record.workspace + " could not be opened: " + err->message;
+  else
+    e.workspace = std::get<Workspace>(std::move(opened));
 }
 
 DeriveContext Sandboxes::contextFor(const std::string& workspace) const {
@@ -271,6 +284,16 @@ std::variant<Sandboxes::LiveHandle, ApiError> Sandboxes::live(std::string_view i
   Entry& entry = *std::get<Entry*>(found);
   if (!entry.live) return ApiError{ApiCode::kNotInitialized, "sandbox " + entry.record.id + ": " + entry.problem};
   return LiveHandle{entry.record.id, entry.live, entry.core};
+}
+
+std::variant<Sandboxes::WorkspaceHandle, ApiError> Sandboxes::workspace(std::string_view id) {
+  std::lock_guard lock(mu_);
+  auto found = liveEntry(id);
+  if (auto* e = std::get_if<ApiError>(&found)) return *e;
+  Entry& entry = *std::get<Entry*>(found);
+  if (!entry.live) return ApiError{ApiCode::kNotInitialized, "sandbox " + entry.record.id + ": " + entry.problem};
+  if (!entry.workspace) return ApiError{ApiCode::kUnavailable, "sandbox " + entry.record.id + ": " + entry.workspaceProblem};
+  return WorkspaceHandle{LiveHandle{entry.record.id, entry.live, entry.core}, *entry.workspace};
 }
 
 void Sandboxes::syncEnded() {

@@ -25,11 +25,13 @@
 #include "src/ledger/ledger.h"
 #include "src/ledger/recovery.h"
 #include "stockade/rules.h"
+#include "stockade/workspace.h"
 
 namespace stockade::daemon {
 
 // What no sandbox may read: the daemon's own files (the ledger and its WAL,
-// the lock, the token file, the socket) are read-denied to every sandbox.
+// the lock, the checkpoints and snapshots of every sandbox, the token file,
+// the socket) are read-denied to every sandbox.
 // The workspaces root is mode 0300: a sandbox (the daemon's uid, without
 // capabilities) cannot list it to find another sandbox's workspace, whose
 // name holds 128 random bits. (Denying the whole state dir and carving the
@@ -45,6 +47,7 @@ struct SandboxLimits {
   std::size_t maxSandboxes = 256;             // not yet released: 503 beyond
   std::size_t maxProcessesPerSandbox = 1024;  // running at once: 503 beyond
   ProcessOptions processes;
+  std::uint64_t maxFileBytes = std::uint64_t{8} << 30;  // one uploaded or downloaded file (too_large beyond)
 };
 
 // What GET /v1/sandboxes/{id} shows.
@@ -84,7 +87,16 @@ class Sandboxes {
     std::shared_ptr<process::ServiceCore> core;
   };
   std::variant<LiveHandle, ApiError> live(std::string_view id);
+  // A live sandbox's workspace (stockade/workspace.h): its directory pinned
+  // when the sandbox started, every operation judged by the sandbox's live
+  // rules, stale_epoch once it is closed. 404, 409 as live().
+  struct WorkspaceHandle {
+    LiveHandle live;
+    Workspace workspace;
+  };
+  std::variant<WorkspaceHandle, ApiError> workspace(std::string_view id);
   std::size_t maxProcesses() const { return limits_.maxProcessesPerSandbox; }
+  std::uint64_t maxFileBytes() const { return limits_.maxFileBytes; }
 
   // Writes the end of every process the ledger still has running whose
   // record has ended (periodically, and after a close).
@@ -106,6 +118,8 @@ class Sandboxes {
     std::shared_ptr<LiveSandbox> live;  // its processes; null unless active
     std::shared_ptr<process::ServiceCore> core;
     std::uint64_t order = 0;  // creation order (timestamps can tie)
+    std::optional<Workspace> workspace;  // set with `live`, unless it could not be opened:
+    std::string workspaceProblem;        // why not
   };
   void startLive(Entry& e, const SandboxPolicy& policy);
   DeriveContext contextFor(const std::string& workspace) const;

@@ -39,6 +39,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
@@ -296,6 +297,114 @@ bool iequals(std::string_view a, std::string_view b) { return lower(a) == lower(
 
 }  // namespace
 
+// ---- streamed request bodies -------------------------------------------------
+
+// The queue between a connection's coroutine, which reads a kRaw body off
+// the socket, and the handler's thread, which read()s it: at most
+// kCapacity bytes wait in it, so the client is held back (TCP flow control)
+// and memory stays bounded whatever the body's size.
+class BodyPipe final : public BodyReader {
+ public:
+  static constexpr std::size_t kCapacity = std::size_t{1} << 20;
+  explicit BodyPipe(std::optional<std::uint64_t> length) : length_(length) {}
+
+  std::variant<std::size_t, ApiError> read(std::span<char> buf) override {
+    Waker wake;
+    std::size_t n = 0;
+    {
+      std::unique_lock lock(mu_);
+      ready_.wait(lock, [&] { return !chunks_.empty() || finished_ || failure_ || abandoned_; });
+      if (chunks_.empty()) {
+        if (failure_) return *failure_;
+        if (abandoned_ && !finished_) return ApiError{ApiCode::kUnavailable, "the request was answered before its body was read"};
+        return std::size_t{0};
+      }
+      const std::string& front = chunks_.front();
+      n = std::min(buf.size(), front.size() - offset_);
+      std::memcpy(buf.data(), front.data() + offset_, n);
+      offset_ += n;
+      bool wasFull = queued_ >= kCapacity;
+      queued_ -= n;
+      if (offset_ == front.size()) {
+        chunks_.pop_front();
+        offset_ = 0;
+      }
+      // The pump waits while the pipe is full, and is woken once it is down
+      // to half: one hand-over per half pipe, not per piece (on a loaded
+      // machine each hand-over costs a scheduling delay).
+      if (queued_ <= kCapacity / 2 && (wasFull || pumpWaiting_)) {
+        pumpWaiting_ = false;
+        wake = wake_;
+      }
+    }
+    if (wake) wake();
+    return n;
+  }
+  std::optional<std::uint64_t> announcedLength() const override { return length_; }
+
+  // The connection's side (its strand).
+  void setWaker(Waker w) {
+    std::lock_guard lock(mu_);
+    wake_ = std::move(w);
+  }
+  // True when the pump must wait for room; read() wakes it at half.
+  bool full() {
+    std::lock_guard lock(mu_);
+    if (queued_ < kCapacity) return false;
+    pumpWaiting_ = true;
+    return true;
+  }
+  void push(std::string bytes) {
+    std::lock_guard lock(mu_);
+    queued_ += bytes.size();
+    chunks_.push_back(std::move(bytes));
+    ready_.notify_all();
+  }
+  void finish() {
+    std::lock_guard lock(mu_);
+    finished_ = true;
+    ready_.notify_all();
+  }
+  void fail(ApiError e) {
+    std::lock_guard lock(mu_);
+    if (!failure_) failure_ = std::move(e);
+    ready_.notify_all();
+  }
+  // The reply is out: the pump stops, a reader still waiting gets an error.
+  void abandon() {
+    Waker wake;
+    {
+      std::lock_guard lock(mu_);
+      abandoned_ = true;
+      wake = wake_;
+      ready_.notify_all();
+    }
+    if (wake) wake();
+  }
+  bool abandoned() const {
+    std::lock_guard lock(mu_);
+    return abandoned_;
+  }
+  // The whole body was read off the socket (the connection can carry another request).
+  bool complete() const {
+    std::lock_guard lock(mu_);
+    return finished_;
+  }
+
+ private:
+  const std::optional<std::uint64_t> length_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::string> chunks_;
+  std::size_t offset_ = 0;  // read of chunks_.front()
+  std::size_t queued_ = 0;
+  bool finished_ = false;
+  bool abandoned_ = false;
+  bool pumpWaiting_ = false;
+  std::optional<ApiError> failure_;
+  Waker wake_;
+};
+
 // ---- the server --------------------------------------------------------------
 
 struct Conn : std::enable_shared_from_this<Conn> {
@@ -539,11 +648,11 @@ struct Server::Impl {
     if (auto* e = std::get_if<ApiError>(&q)) return refuse(*e);
     v.request.query = std::move(std::get<Query>(q));
     // 6. The body's size, as announced.
-    if (route.body == BodyKind::kRaw)
-      return refuse({ApiCode::kNotImplemented, "streamed request bodies are not served yet"});
-    v.bodyLimit = route.body == BodyKind::kJson ? options.limits.maxJsonBodyBytes : 0;
+    v.bodyLimit = route.body == BodyKind::kJson  ? options.limits.maxJsonBodyBytes
+                  : route.body == BodyKind::kRaw ? options.limits.maxRawBodyBytes
+                                                 : 0;
     if (hasBody && v.bodyLimit == 0) return refuse(invalidArgument("body", "this route takes no body"));
-    if (contentLength && *contentLength > v.bodyLimit) return refuse(bodyTooLarge(*contentLength));
+    if (contentLength && *contentLength > v.bodyLimit) return refuse(bodyTooLarge(route.body, *contentLength));
     for (const auto& f : req)
       v.request.headers[lower(std::string_view(f.name_string().data(), f.name_string().size()))] =
           std::string(f.value().data(), f.value().size());
@@ -551,10 +660,14 @@ struct Server::Impl {
     return v;
   }
 
-  ApiError bodyTooLarge(std::optional<std::uint64_t> size) const {
-    std::string limit = std::to_string(options.limits.maxJsonBodyBytes);
-    return {ApiCode::kTooLarge, (size ? "the body is " + std::to_string(*size) + " bytes" : std::string("the body is larger")) +
-                                    "; JSON bodies are limited to " + limit + " bytes (stockaded --max-body-bytes)"};
+  ApiError bodyTooLarge(BodyKind kind, std::optional<std::uint64_t> size) const {
+    std::string what = size ? "the body is " + std::to_string(*size) + " bytes" : std::string("the body is larger");
+    if (kind == BodyKind::kRaw)
+      return {ApiCode::kTooLarge, what + "; streamed bodies (files, trees) are limited to " +
+                                      std::to_string(options.limits.maxRawBodyBytes) +
+                                      " bytes (stockaded --max-raw-body-bytes)"};
+    return {ApiCode::kTooLarge, what + "; JSON bodies are limited to " + std::to_string(options.limits.maxJsonBodyBytes) +
+                                    " bytes (stockaded --max-body-bytes)"};
   }
 
   Response refusalResponse(const ApiError& e, std::string_view path) const {
@@ -603,6 +716,8 @@ struct Server::Impl {
       co_return ok && keep;
     }
     Request& r = v.request;
+    if (r.match.route->body == BodyKind::kRaw)
+      co_return co_await serveStreamedBody(c, head, r, version, hasBody, continueFirst, contentLength, x);
     http::request_parser<http::string_body> parser(std::move(head));
     if (hasBody) {
       error_code ec;
@@ -616,7 +731,7 @@ struct Server::Impl {
       c->stream.expires_after(options.limits.bodyTimeout);
       co_await http::async_read(c->stream, c->buffer, parser, tok(ec));
       if (ec == http::error::body_limit) {
-        Response tooLarge = Response::error(bodyTooLarge(std::nullopt));
+        Response tooLarge = Response::error(bodyTooLarge(BodyKind::kJson, std::nullopt));
         co_await writeResponse(*c, tooLarge, version, false, x);
         finish(x);
         co_return false;
@@ -657,6 +772,100 @@ struct Server::Impl {
     co_return false;
   }
 
+  // A kRaw route: the handler decides first (a refusal comes before any
+  // body is read, and before "100 Continue"), then its Deferred reads the
+  // body from the pipe while pumpBody() fills it from the socket.
+  awaitable<bool> serveStreamedBody(std::shared_ptr<Conn> c, http::request_parser<http::empty_body>& head, Request& r,
+                                    unsigned version, bool hasBody, bool continueFirst,
+                                    std::optional<std::uint64_t> contentLength, Exchange& x) {
+    bool keepAlive = head.get().keep_alive();
+    auto parser = std::make_shared<http::request_parser<http::buffer_body>>(std::move(head));
+    parser->body_limit(options.limits.maxRawBodyBytes);
+    auto pipe = std::make_shared<BodyPipe>(contentLength);
+    r.rawBody = pipe;
+    auto job = [this, &r]() -> awaitable<Reply> { co_return runHandler(r); };
+    Reply reply = co_await asio::co_spawn(workers.get_executor(), std::move(job), asio::use_awaitable);
+    auto* deferred = std::get_if<Deferred>(&reply);
+    if (!deferred) {
+      // Refused before the body was read: a body sent anyway cannot be skipped.
+      Response refusal = std::holds_alternative<Response>(reply)
+                             ? std::get<Response>(reply)
+                             : Response::error({ApiCode::kInternal, "a streamed-body route answered with a stream"});
+      bool ok = co_await writeResponse(*c, refusal, version, keepAlive && !hasBody, x);
+      finish(x);
+      co_return ok && keepAlive && !hasBody;
+    }
+    auto signal = std::make_shared<WakeSignal>(c->stream.get_executor());
+    pipe->setWaker(makeWaker(signal));
+    if (hasBody) {
+      asio::co_spawn(c->stream.get_executor(), pumpBody(c, parser, pipe, signal, continueFirst, version),
+                     asio::detached);
+    } else {
+      pipe->finish();
+    }
+    std::optional<Response> resp = co_await awaitDeferred(*c, std::move(deferred->reply), PeerWatch::kOff);
+    bool complete = pipe->complete();
+    pipe->abandon();
+    bool keep = keepAlive && complete;
+    bool ok = false;
+    if (resp) {
+      ok = co_await writeResponse(*c, *resp, version, keep, x);
+    } else {
+      x.record.status = 499;
+    }
+    finish(x);
+    co_return ok && keep;
+  }
+
+  // Reads a streamed body off the socket into `pipe`, a piece at a time,
+  // waiting whenever the pipe is full. Every way it ends reaches the pipe.
+  awaitable<void> pumpBody(std::shared_ptr<Conn> c, std::shared_ptr<http::request_parser<http::buffer_body>> parser,
+                           std::shared_ptr<BodyPipe> pipe, std::shared_ptr<WakeSignal> signal, bool continueFirst,
+                           unsigned version) {
+    constexpr std::size_t kPiece = std::size_t{1} << 18;
+    error_code ec;
+    if (continueFirst) {
+      http::response<http::empty_body> cont{http::status::continue_, version};
+      c->stream.expires_after(options.limits.writeTimeout);
+      co_await http::async_write(c->stream, cont, tok(ec));
+      if (ec) {
+        pipe->fail({ApiCode::kUnavailable, "the client went away before sending its body"});
+        co_return;
+      }
+    }
+    std::vector<char> buf(kPiece);
+    // Beast reads into the connection's buffer's free capacity (sized for
+    // heads so far): room for a whole piece, or every read gets a few KiB.
+    c->buffer.reserve(kPiece);
+    while (!parser->is_done()) {
+      while (pipe->full() && !pipe->abandoned()) co_await waitForWake(*signal);
+      if (pipe->abandoned()) co_return;
+      auto& body = parser->get().body();
+      body.data = buf.data();
+      body.size = buf.size();
+      body.more = true;
+      c->stream.expires_after(options.limits.bodyTimeout);
+      co_await http::async_read_some(c->stream, c->buffer, *parser, tok(ec));
+      if (ec == http::error::need_buffer) ec = {};
+      std::size_t got = buf.size() - parser->get().body().size;
+      if (got > 0) pipe->push(std::string(buf.data(), got));
+      if (ec == http::error::body_limit) {
+        pipe->fail(bodyTooLarge(BodyKind::kRaw, std::nullopt));
+        co_return;
+      }
+      if (ec == beast::error::timeout) {
+        pipe->fail({ApiCode::kTimeout, "no body bytes arrived for " + std::to_string(options.limits.bodyTimeout.count()) +
+                                           " ms (stockaded --body-timeout-ms)"});
+        co_return;
+      }
+      if (ec) {
+        pipe->fail(invalidArgument("body", "the body did not arrive whole: " + ec.message()));
+        co_return;
+      }
+    }
+    pipe->finish();
+  }
+
   awaitable<bool> writeResponse(Conn& c, const Response& r, unsigned version, bool keepAlive, Exchange& x) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "stockaded");
@@ -689,10 +898,17 @@ struct Server::Impl {
     }
   }
 
-  awaitable<std::optional<Response>> awaitDeferred(Conn& c, std::shared_ptr<DeferredReply> reply) {
+  // kOff while a streamed body is being read: the body's pump owns the
+  // socket's reads then, and a client going away fails the body instead.
+  enum class PeerWatch { kOn, kOff };
+
+  awaitable<std::optional<Response>> awaitDeferred(Conn& c, std::shared_ptr<DeferredReply> reply,
+                                                   PeerWatch watch = PeerWatch::kOn) {
     auto signal = std::make_shared<WakeSignal>(c.stream.get_executor());
     Waker wake = makeWaker(signal);
-    asio::co_spawn(c.stream.get_executor(), watchPeer(c.shared_from_this(), signal, c.stream.socket()), asio::detached);
+    if (watch == PeerWatch::kOn)
+      asio::co_spawn(c.stream.get_executor(), watchPeer(c.shared_from_this(), signal, c.stream.socket()),
+                     asio::detached);
     std::optional<Response> out;
     while (!signal->closed) {
       out = reply->poll(wake);
@@ -701,7 +917,7 @@ struct Server::Impl {
     }
     reply.reset();  // frees what the wait held, at once
     error_code ec;
-    c.stream.socket().cancel(ec);  // ends the watch
+    if (watch == PeerWatch::kOn) c.stream.socket().cancel(ec);  // ends the watch
     if (signal->closed) co_return std::nullopt;
     co_return out;
   }
@@ -712,7 +928,11 @@ struct Server::Impl {
     res.set(http::field::content_type, s.contentType);
     res.set(http::field::cache_control, "no-store");
     res.keep_alive(false);
-    res.chunked(true);
+    if (s.contentLength) {
+      res.content_length(*s.contentLength);
+    } else {
+      res.chunked(true);
+    }
     x.record.status = 200;
     http::response_serializer<http::empty_body> sr{res};
     error_code ec;
@@ -730,19 +950,29 @@ struct Server::Impl {
       if (step == ChunkSource::Step::kData) {
         if (out.empty()) continue;
         c.stream.expires_after(options.limits.writeTimeout);
-        auto chunk = http::make_chunk(asio::buffer(out));
-        co_await asio::async_write(c.stream, chunk, tok(ec));
+        if (s.contentLength) {
+          // Never past the announced length (a file that grew is cut at the size it had).
+          std::uint64_t room = *s.contentLength - x.record.bytesOut;
+          if (out.size() > room) out.resize(static_cast<std::size_t>(room));
+          co_await asio::async_write(c.stream, asio::buffer(out), tok(ec));
+        } else {
+          auto chunk = http::make_chunk(asio::buffer(out));
+          co_await asio::async_write(c.stream, chunk, tok(ec));
+        }
         if (ec) break;
         x.record.bytesOut += out.size();
       } else if (step == ChunkSource::Step::kPending) {
         co_await waitForWake(*signal);
       } else {
-        complete = true;
+        complete = step == ChunkSource::Step::kEnd;
+        if (!complete) x.record.status = 500;
         break;
       }
     }
     s.source.reset();  // a disconnect frees the stream's resources here, at once
-    if (complete) {
+    if (complete && s.contentLength) {
+      if (x.record.bytesOut != *s.contentLength) x.record.status = 500;  // cut short: the close tells the client
+    } else if (complete) {
       c.stream.expires_after(options.limits.writeTimeout);
       auto last = http::make_chunk_last();
       co_await asio::async_write(c.stream, last, tok(ec));
@@ -785,7 +1015,7 @@ struct Server::Impl {
       } else if (step == ChunkSource::Step::kPending) {
         co_await waitForWake(*signal);
       } else {
-        ended = true;
+        ended = step == ChunkSource::Step::kEnd;
         break;
       }
     }

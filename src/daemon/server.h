@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -44,12 +45,17 @@ std::variant<ListenAddress, std::string> parseListenAddress(std::string_view tex
 
 struct ServerLimits {
   std::size_t maxJsonBodyBytes = 16u << 20;  // 413 too_large beyond
+  // Streamed bodies (BodyKind::kRaw: file uploads, tar trees): 413 too_large
+  // beyond, announced or counted. They pass through a bounded queue, never
+  // held whole.
+  std::uint64_t maxRawBodyBytes = std::uint64_t{8} << 30;
   std::size_t maxHeaderBytes = 64u << 10;    // 413 too_large beyond (request line and headers)
   std::size_t maxConcurrentRequests = 256;   // requests being served at once, streams included: 503 beyond
   std::size_t maxConnections = 1024;         // open connections: 503 and close beyond
   std::size_t maxWebSocketMessageBytes = 1u << 20;
   std::chrono::milliseconds headerTimeout{30'000};  // a request head (or an idle keep-alive) must arrive within
-  std::chrono::milliseconds bodyTimeout{120'000};   // the whole body must arrive within
+  std::chrono::milliseconds bodyTimeout{120'000};   // the whole body must arrive within (a streamed body:
+                                                    // each piece of it, so a long upload that moves is not cut)
   std::chrono::milliseconds writeTimeout{60'000};   // a client that reads nothing for this long is dropped
 };
 
@@ -69,12 +75,28 @@ struct Peer {
   std::string address;               // TCP: "127.0.0.1:53412"
 };
 
+// The body of a BodyKind::kRaw request, read as it arrives: the server
+// reads the socket into a bounded queue and read() takes from it. Blocking:
+// read it from a thread of the handler's own (a Deferred's), never from
+// handle() itself, which runs before the server starts reading the body.
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  // Up to buf.size() bytes, waiting for them; 0 at the end of the body. An
+  // error when the client went away, stalled past the body timeout, sent a
+  // malformed body or passed ServerLimits::maxRawBodyBytes (413 too_large).
+  virtual std::variant<std::size_t, ApiError> read(std::span<char> buf) = 0;
+  // Content-Length, when the client announced one.
+  virtual std::optional<std::uint64_t> announcedLength() const = 0;
+};
+
 struct Request {
   Method method = Method::kGet;
   RouteMatch match;  // match.route is never null
   Query query;
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;                            // BodyKind::kJson routes only
+  std::shared_ptr<BodyReader> rawBody;         // BodyKind::kRaw routes only (never null there)
   Peer peer;
 };
 
@@ -102,6 +124,9 @@ class ChunkSource {
     kData,     // `out` holds the next bytes (appended)
     kPending,  // nothing yet: `wake` will be called when there may be more (spurious calls are fine)
     kEnd,      // the stream is complete
+    kAbort,    // the stream failed: the connection is cut without the body's end, so
+               // the client sees the reply incomplete (never a short file or archive
+               // that looks whole)
   };
   virtual ~ChunkSource() = default;
   virtual Step next(std::string& out, const Waker& wake) = 0;
@@ -129,6 +154,10 @@ class Duplex {
 struct StreamReply {
   std::shared_ptr<ChunkSource> source;
   std::string contentType = "application/x-ndjson";
+  // Set: the reply carries this Content-Length instead of being chunked (a
+  // file of known size); a source that ends short of it cuts the connection,
+  // so the client sees the reply incomplete, never a short file.
+  std::optional<std::uint64_t> contentLength;
 };
 struct Deferred {
   std::shared_ptr<DeferredReply> reply;
@@ -143,6 +172,9 @@ class Handler {
   virtual ~Handler() = default;
   // Called on a worker thread for a request that passed the route, Origin,
   // token and size checks. An exception becomes a 500 `internal` reply.
+  // A kRaw route's body is read only once handle() returned a Deferred (from
+  // the Deferred's own thread); any other reply leaves it unread and closes
+  // the connection after the reply.
   virtual Reply handle(Request& request) = 0;
 };
 

@@ -8,8 +8,8 @@ namespace stockade::ledger {
 
 namespace {
 
-// Version 1: sandboxes, processes, effects.
-constexpr int kSchemaVersion = 1;
+// Version 1: sandboxes, processes, effects. Version 2 adds snapshots.
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS sandboxes (
@@ -54,6 +54,19 @@ CREATE TABLE IF NOT EXISTS effects (
   ended_at TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS effects_by_key ON effects(process_key);
+CREATE TABLE IF NOT EXISTS snapshots (
+  operation_key TEXT PRIMARY KEY,
+  snapshot_id TEXT NOT NULL,
+  sandbox_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  sha256 TEXT NOT NULL DEFAULT '',
+  size INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL DEFAULT '',
+  freeze_method TEXT NOT NULL DEFAULT '',
+  frozen_processes INTEGER NOT NULL DEFAULT 0,
+  failure TEXT NOT NULL DEFAULT '',
+  updated_at TEXT NOT NULL
+);
 )sql";
 
 // One prepared statement: from `cache` when given one (prepared once per
@@ -461,6 +474,84 @@ std::vector<Ledger::Effect> Ledger::effectsOf(std::string_view processKey) {
   while (s.step())
     out.push_back(Effect{s.integer(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
   return out;
+}
+
+namespace {
+
+std::string_view snapshotStateName(SnapshotRecord::State s) noexcept {
+  switch (s) {
+    case SnapshotRecord::State::kCapturing: return "capturing";
+    case SnapshotRecord::State::kComplete: return "complete";
+    case SnapshotRecord::State::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+SnapshotRecord::State snapshotStateFrom(const std::string& s) {
+  if (s == "capturing") return SnapshotRecord::State::kCapturing;
+  if (s == "complete") return SnapshotRecord::State::kComplete;
+  return SnapshotRecord::State::kFailed;
+}
+
+}  // namespace
+
+void Ledger::recordSnapshot(const SnapshotRecord& r) {
+  std::lock_guard lock(mu_);
+  SnapshotInfo info = r.info.value_or(SnapshotInfo{});
+  // synchronous=FULL for this commit: the WAL is fsync()ed before it returns
+  // (a snapshot is promised durable, not just crash-safe).
+  exec(db_, "PRAGMA synchronous=FULL");
+  struct Restore {
+    sqlite3* db;
+    ~Restore() { sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr); }
+  } restore{db_};
+  Stmt s(&statements_, db_,
+         "INSERT INTO snapshots (operation_key, snapshot_id, sandbox_id, state, sha256, size, created_at, "
+         "freeze_method, frozen_processes, failure, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
+         "ON CONFLICT(operation_key) DO UPDATE SET snapshot_id = ?2, sandbox_id = ?3, state = ?4, sha256 = ?5, "
+         "size = ?6, created_at = ?7, freeze_method = ?8, frozen_processes = ?9, failure = ?10, updated_at = ?11");
+  s.bind(1, r.operationKey).bind(2, r.snapshotId).bind(3, r.sandboxId).bind(4, snapshotStateName(r.state));
+  s.bind(5, info.sha256).bind(6, static_cast<std::int64_t>(info.size)).bind(7, info.createdAt);
+  s.bind(8, info.freezeMethod).bind(9, static_cast<std::int64_t>(info.frozenProcesses)).bind(10, r.failure);
+  s.bind(11, utcTimestamp());
+  s.run();
+}
+
+std::optional<SnapshotRecord> Ledger::findSnapshot(std::string_view operationKey) {
+  std::lock_guard lock(mu_);
+  Stmt s(&statements_, db_,
+         "SELECT operation_key, snapshot_id, sandbox_id, state, sha256, size, created_at, freeze_method, "
+         "frozen_processes, failure FROM snapshots WHERE operation_key = ?1");
+  s.bind(1, operationKey);
+  if (!s.step()) return std::nullopt;
+  SnapshotRecord r;
+  r.operationKey = s.text(0);
+  r.snapshotId = s.text(1);
+  r.sandboxId = s.text(2);
+  r.state = snapshotStateFrom(s.text(3));
+  r.failure = s.text(9);
+  if (r.state == SnapshotRecord::State::kComplete)
+    r.info = SnapshotInfo{r.snapshotId, r.sandboxId,        r.operationKey,
+                          s.text(4),    static_cast<std::uint64_t>(s.integer(5)), s.text(6),
+                          s.text(7),    static_cast<std::uint64_t>(s.integer(8))};
+  return r;
+}
+
+WorkspaceResult<std::optional<SnapshotRecord>> LedgerSnapshots::find(std::string_view operationKey) {
+  try {
+    return ledger_.findSnapshot(operationKey);
+  } catch (const LedgerError& e) {
+    return WorkspaceError{WorkspaceErrorCode::kUnavailable, e.what()};
+  }
+}
+
+WorkspaceStatus LedgerSnapshots::record(const SnapshotRecord& record) {
+  try {
+    ledger_.recordSnapshot(record);
+    return std::nullopt;
+  } catch (const LedgerError& e) {
+    return WorkspaceError{WorkspaceErrorCode::kUnavailable, e.what()};
+  }
 }
 
 }  // namespace stockade::ledger

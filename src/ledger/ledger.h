@@ -10,6 +10,7 @@
 // Thread-safety: every member function may be called from any thread (one
 // connection behind a mutex). SQLite failures throw LedgerError naming the
 // statement and SQLite's message; they are I/O failures, never bad input.
+// Snapshots are kept under their operation keys (a SnapshotLedger).
 #pragma once
 
 #include <chrono>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "platform/linux/process_identity.h"
+#include "stockade/snapshot.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -140,12 +142,28 @@ class Ledger {
   };
   std::vector<Effect> effectsOf(std::string_view processKey);
 
+  // ---- snapshots, by operation key (stockade/snapshot.h): a record is
+  // fsync()ed before recordSnapshot() returns (synchronous=FULL for it).
+  void recordSnapshot(const SnapshotRecord& record);
+  std::optional<SnapshotRecord> findSnapshot(std::string_view operationKey);
+
  private:
   explicit Ledger(sqlite3* db) : db_(db) {}
   std::mutex mu_;
   sqlite3* db_;
   // Under mu_.
   StatementCache statements_;
+};
+
+// The ledger as a SnapshotStore's ledger: its failures are unavailable.
+class LedgerSnapshots final : public SnapshotLedger {
+ public:
+  explicit LedgerSnapshots(Ledger& ledger) : ledger_(ledger) {}
+  WorkspaceResult<std::optional<SnapshotRecord>> find(std::string_view operationKey) override;
+  WorkspaceStatus record(const SnapshotRecord& record) override;
+
+ private:
+  Ledger& ledger_;
 };
 
 }  // namespace stockade::ledger

@@ -1,5 +1,6 @@
 // libFuzzer target: the daemon's request decoding -> route matching, query
-// parsing and every body decoder (src/daemon/routes.h, requests.h).
+// parsing and every body and query decoder (src/daemon/routes.h,
+// requests.h), the workspace's included.
 // Input: "METHOD PATH?QUERY\nBODY". Nothing may crash, hang or leak, and
 // every refusal must be a 4xx error with a message.
 #include <cstddef>
@@ -48,6 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(decodeListProcesses(*q));
     check(decodeLogs(*q));
     check(decodeLogStream(*q));
+    check(decodeFilePathQuery(*q));
+    check(decodeDirectoryQuery(*q));
+    check(decodeWatchQuery(*q));
+    check(decodeSnapshotLookup(*q));
     (void)requireEmptyQuery(*q);
   }
 
@@ -65,6 +70,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(decodeStartPty(body));
   check(decodeResize(body));
   check(decodeRunCode(body));
+  check(decodeMakeDir(body));
+  check(decodePersist(body));
+  check(decodeRestore(body));
+  check(decodeSnapshot(body));
   (void)requireEmptyBody(body);
   return 0;
 }

@@ -114,6 +114,7 @@ TEST_F(CliClientTest, AnUnreachableDaemonIsNamed) {
   EXPECT_NE(r.err.find("unknown subcommand"), std::string::npos);
 }
 
+
 }  // namespace
 }  // namespace stockade::testing
 
@@ -308,6 +309,118 @@ TEST_F(CliProcessTest, AttachPutsTheTerminalInRawModeAndRestoresIt) {
   EXPECT_EQ(after.c_iflag, before.c_iflag);
   EXPECT_EQ(after.c_oflag, before.c_oflag);
   ::close(master);
+}
+
+
+// `stockade cp|ls|persist|restore|snapshot`: the workspace of a sandbox.
+class CliWorkspaceTest : public CliClientTest {
+ protected:
+  void SetUp() override {
+    auto r = cli({"sandbox", "create", "--json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    id = json::parse(r.out)["id"];
+    workspace = json::parse(r.out)["workspace"];
+  }
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string id, workspace;
+};
+
+TEST_F(CliWorkspaceTest, CpCopiesFilesAndTreesBothWaysAndLsListsThem) {
+  dir.file("proj/a.txt", "one\n");
+  dir.file("proj/sub/b.txt", "two\n");
+  auto r = cli({"cp", dir / "proj", id + ":proj"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(workspace + "/proj/sub/b.txt"), "two\n");
+  r = cli({"cp", dir / "proj/a.txt", id + ":/workspace/proj/"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = cli({"cp", dir / "proj/a.txt", id + ":renamed.txt"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(workspace + "/renamed.txt"), "one\n");
+  r = cli({"ls", id + ":proj"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "file    a.txt\ndir     sub/\n");
+  r = cli({"ls", id, "--json"});
+  EXPECT_EQ(json::parse(r.out)["items"].size(), 2u) << r.out;
+
+  r = cli({"cp", id + ":proj", dir / "back"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(dir / "back/a.txt"), "one\n");
+  EXPECT_EQ(slurp(dir / "back/sub/b.txt"), "two\n");
+  r = cli({"cp", id + ":proj/sub/b.txt", dir / "b-copy.txt"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(dir / "b-copy.txt"), "two\n");
+  r = cli({"cp", id + ":missing.txt", dir / "m.txt"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("(not_found)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "m.txt"));
+  r = cli({"cp", dir / "proj/a.txt", dir / "elsewhere.txt"});
+  EXPECT_EQ(r.exitCode, 2) << "two host paths";
+}
+
+TEST_F(CliWorkspaceTest, CpIntoASandboxRefusesWhatItsPolicyDeniesBesideTheAllowedNeighbour) {
+  std::string src = dir.file("hook.sh", "#!/bin/sh\necho pwned\n");
+  for (const std::string& to : {id + ":.git/hooks/pre-commit", id + ":.bashrc", id + ":../escape.sh"}) {
+    SCOPED_TRACE(to);
+    auto r = cli({"cp", src, to});
+    EXPECT_EQ(r.exitCode, 1);
+    EXPECT_TRUE(r.err.find("(permission_denied)") != std::string::npos ||
+                r.err.find("(invalid_path)") != std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(workspace + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(std::filesystem::exists(workspace + "/.bashrc"));
+  auto r = cli({"cp", src, id + ":hooks/pre-commit"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(workspace + "/hooks/pre-commit"), "#!/bin/sh\necho pwned\n");
+}
+
+// A tree out of a sandbox is untrusted: a link in it leading out of the
+// target is refused by the importer, and nothing is written on the host.
+TEST_F(CliWorkspaceTest, CpOutOfASandboxRefusesATreeWithALinkLeadingOut) {
+  std::filesystem::create_directories(workspace + "/out");
+  std::ofstream(workspace + "/out/ok.txt") << "ok";
+  std::filesystem::create_symlink(dir / "victim", workspace + "/out/evil");
+  auto r = cli({"cp", id + ":out", dir / "dest"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("evil"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "dest")) << "a refused tree leaves nothing";
+  // The neighbour: a link that stays inside the tree comes through.
+  std::filesystem::remove(workspace + "/out/evil");
+  std::filesystem::create_symlink("ok.txt", workspace + "/out/alias");
+  r = cli({"cp", id + ":out", dir / "dest"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(dir / "dest/alias"), "ok");
+}
+
+TEST_F(CliWorkspaceTest, PersistRestoreAndSnapshotFromTheCli) {
+  dir.file("app/main.py", "v1");
+  ASSERT_EQ(cli({"cp", dir / "app", id + ":app"}).exitCode, 0);
+  auto r = cli({"persist", id, "app", "--exclude", "tmp", "--timeout", "60"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("persisted /workspace/app: ")) << r.out;
+  std::ofstream(workspace + "/app/main.py") << "v2";
+  r = cli({"restore", id, "/workspace/app"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(workspace + "/app/main.py"), "v1");
+  r = cli({"restore", id, "never"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("no checkpoint"), std::string::npos) << r.err;
+  r = cli({"persist", id, "app", "--timeout", "0"});
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+
+  r = cli({"snapshot", id, "--key", "cli-op"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::string snap = r.out.substr(0, r.out.find('\n'));
+  EXPECT_TRUE(snap.starts_with("snap_")) << r.out;
+  r = cli({"snapshot", "--lookup", "cli-op", "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["id"], snap);
+  r = cli({"sandbox", "create", "--from-snapshot", snap, "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(slurp(json::parse(r.out)["workspace"].get<std::string>() + "/app/main.py"), "v1");
 }
 
 }  // namespace

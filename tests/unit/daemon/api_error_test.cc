@@ -36,6 +36,11 @@ TEST(ApiErrorTest, LibraryCodesKeepTheirSeedNames) {
   for (ErrorCode c : kAllErrorCodes) EXPECT_EQ(apiCodeName(apiCodeFor(c)), errorCodeName(c));
 }
 
+TEST(ApiErrorTest, WorkspaceCodesKeepTheirSeedNames) {
+  for (WorkspaceErrorCode c : kAllWorkspaceErrorCodes)
+    EXPECT_EQ(apiCodeName(apiCodeFor(c)), workspaceErrorCodeName(c));
+}
+
 TEST(ApiErrorTest, JsonHasCodeAndMessageAndSurvivesInvalidUtf8) {
   ApiError e{ApiCode::kInvalidArgument, std::string("bad \xff byte")};
   auto j = nlohmann::json::parse(e.toJson());

@@ -50,7 +50,17 @@ TEST(OpenApiTest, EachOperationMatchesItsRoutesAccessBodyAndParameters) {
     ASSERT_TRUE(op.is_object()) << path;
     bool publicOp = op.contains("security") && op["security"].empty();
     EXPECT_EQ(publicOp, r.access == Access::kPublic) << path << ": security does not match the route's access";
-    EXPECT_EQ(op.contains("requestBody"), r.body == BodyKind::kJson) << path;
+    EXPECT_EQ(op.contains("requestBody"), r.body != BodyKind::kNone) << path;
+    if (op.contains("requestBody")) {
+      // JSON bodies as JSON; streamed bodies as the bytes they are.
+      const json& content = op["requestBody"]["content"];
+      EXPECT_EQ(content.contains("application/json"), r.body == BodyKind::kJson) << path;
+    }
+    if (r.reply == ReplyKind::kBytes || r.reply == ReplyKind::kStream) {
+      const json& ok = op["responses"]["200"]["content"];
+      ASSERT_TRUE(ok.is_object()) << path;
+      EXPECT_FALSE(ok.contains("application/json")) << path << ": a stream of bytes or NDJSON, not one JSON body";
+    }
     EXPECT_TRUE(op["responses"].is_object() && !op["responses"].empty()) << path;
     if (r.access == Access::kToken) {
       EXPECT_TRUE(op["responses"].contains("401")) << path;

@@ -75,6 +75,36 @@ TEST(LedgerTest, SandboxesSurviveReopeningTheFileInWalMode) {
   EXPECT_EQ(l->liveSandboxCount(), 1u);
 }
 
+TEST(LedgerTest, SnapshotsAreFoundByOperationKeyAcrossAReopen) {
+  TempDir dir;
+  const std::string path = dir.path() + "/ledger.db";
+  {
+    auto l = openLedger(path);
+    LedgerSnapshots snapshots(*l);
+    auto none = snapshots.find("op-1");
+    ASSERT_TRUE(std::holds_alternative<std::optional<SnapshotRecord>>(none));
+    EXPECT_FALSE(std::get<std::optional<SnapshotRecord>>(none).has_value());
+    SnapshotRecord r{.operationKey = "op-1", .snapshotId = "snap_1", .sandboxId = "sb_1"};
+    EXPECT_FALSE(snapshots.record(r));
+    auto capturing = std::get<std::optional<SnapshotRecord>>(snapshots.find("op-1"));
+    ASSERT_TRUE(capturing);
+    EXPECT_EQ(capturing->state, SnapshotRecord::State::kCapturing);
+    EXPECT_FALSE(capturing->info);
+    r.state = SnapshotRecord::State::kComplete;
+    r.info = SnapshotInfo{"snap_1", "sb_1", "op-1", std::string(64, 'a'), 10240, "2026-12-01T00:00:00.000Z", "sigstop", 2};
+    EXPECT_FALSE(snapshots.record(r));
+  }
+  auto l = openLedger(path);
+  auto found = l->findSnapshot("op-1");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->state, SnapshotRecord::State::kComplete);
+  ASSERT_TRUE(found->info);
+  EXPECT_EQ(found->info->size, 10240u);
+  EXPECT_EQ(found->info->freezeMethod, "sigstop");
+  EXPECT_EQ(found->info->frozenProcesses, 2u);
+  EXPECT_FALSE(l->findSnapshot("op-2"));
+}
+
 TEST(LedgerTest, AStartIsRecordedBeforeDispatchAndUpdatedWhenItEnds) {
   TempDir dir;
   auto l = openLedger(dir / "ledger.db");
