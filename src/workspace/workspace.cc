@@ -70,12 +70,62 @@ WorkspaceResult<Resolved> resolve(const Workspace::Impl& ws, const SandboxPath& 
   return r;
 }
 
+namespace {
+
+// The first refusal among the names ensureDirectory() would create beneath
+// `existing` (the deepest directory of `path` there is): `missing`, the
+// components of `path` after it, then `leaf` (a file).
+std::optional<WorkspaceError> refusalAhead(const AccessRules& rules, const std::string& existingReal,
+                                           const SandboxPath& existing, std::string_view missing,
+                                           std::string_view leaf) {
+  std::string real = existingReal;
+  SandboxPath at = existing;
+  auto refuse = [&](ObjectKind kind) -> std::optional<WorkspaceError> {
+    if (auto rule = rules.writeRefusal(real, WriteOp::kCreate, kind))
+      return makeError(WorkspaceErrorCode::kPermissionDenied, "path " + quoteValue(at.text()) +
+                                                                   ": the sandbox's policy does not let it be created (" +
+                                                                   *rule + ")");
+    return std::nullopt;
+  };
+  for (auto name : policy::pathComponents(missing)) {
+    real += "/" + std::string(name);
+    at = SandboxPath{joinRel(at.rel, name)};
+    if (auto e = refuse(ObjectKind::kDirectory)) return e;
+  }
+  if (leaf.empty()) return std::nullopt;
+  real += "/" + std::string(leaf);
+  at = SandboxPath{joinRel(at.rel, leaf)};
+  return refuse(ObjectKind::kOther);
+}
+
+}  // namespace
+
 WorkspaceResult<Resolved> ensureDirectory(const Workspace::Impl& ws, const AccessRules& rules, const SandboxPath& path,
-                                          bool* created) {
+                                          bool* created, std::string_view leaf) {
   if (created) *created = false;
   SandboxPath at;
   auto current = resolve(ws, at, O_DIRECTORY);
   if (auto* e = std::get_if<WorkspaceError>(&current)) return std::move(*e);
+  {
+    // Decided before anything is made: the deepest directory there is, and
+    // every name after it.
+    SandboxPath deepest;
+    std::string deepestReal = std::get<Resolved>(current).real;
+    std::string_view rest = path.rel;
+    while (!rest.empty()) {
+      auto slash = rest.find('/');
+      SandboxPath next{joinRel(deepest.rel, rest.substr(0, slash))};
+      auto r = resolve(ws, next, O_DIRECTORY, WorkspaceErrorCode::kNotDirectory);
+      if (!std::holds_alternative<Resolved>(r)) {
+        if (std::get<WorkspaceError>(r).code != WorkspaceErrorCode::kNotFound) break;  // the walk below says it
+        if (auto e = refusalAhead(rules, deepestReal, deepest, rest, leaf)) return std::move(*e);
+        break;
+      }
+      deepestReal = std::get<Resolved>(r).real;
+      deepest = std::move(next);
+      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+  }
   std::string_view rest = path.rel;
   while (!rest.empty()) {
     auto slash = rest.find('/');
@@ -434,7 +484,7 @@ WorkspaceResult<FileWriter> Workspace::openWrite(std::string_view pathText) {
   if (path.isRoot())
     return makeError(WorkspaceErrorCode::kIsDirectory, "path \"/workspace\" is the workspace directory; name a file in it");
   AccessRules rules = accessRules(*impl_);
-  auto dir = ensureDirectory(*impl_, rules, parentOf(path));
+  auto dir = ensureDirectory(*impl_, rules, parentOf(path), nullptr, path.leaf());
   if (auto* e = std::get_if<WorkspaceError>(&dir)) return std::move(*e);
   Resolved& parent = std::get<Resolved>(dir);
   std::string leaf(path.leaf());

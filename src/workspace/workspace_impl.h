@@ -60,10 +60,14 @@ struct Resolved {
 // with O_NOFOLLOW in `flags`), as O_PATH.
 WorkspaceResult<Resolved> resolve(const Workspace::Impl& ws, const SandboxPath& path, int flags,
                                   WorkspaceErrorCode notDir = WorkspaceErrorCode::kNotFound);
-// The directory at `path`, created with its missing parents (each created
-// name asked of the access rules first). `created`: whether the last one was.
+// The directory at `path`, created with its missing parents. Before the
+// first is made, every name to be created is asked of the access rules --
+// each missing directory, and `leaf` (a file the caller will make in the
+// last) -- so that a refusal leaves nothing behind. `created`: whether the
+// last one was.
 WorkspaceResult<Resolved> ensureDirectory(const Workspace::Impl& ws, const AccessRules& rules,
-                                          const SandboxPath& path, bool* created = nullptr);
+                                          const SandboxPath& path, bool* created = nullptr,
+                                          std::string_view leaf = {});
 
 // The directory at `path`, which the sandbox may read: not_directory,
 // permission_denied (`verb`: "listed", "watched", "exported") otherwise.

@@ -230,6 +230,23 @@ TEST_F(WorkspaceFilesTest, PolicyDeniedReadsAndWritesArePermissionDeniedNamingTh
   EXPECT_EQ(codeOf(w.download("/workspace/inner/file.txt")), "ok");
 }
 
+TEST_F(WorkspaceFilesTest, ARefusedUploadOrMakeDirLeavesNoParentItWouldHaveMade) {
+  Workspace w = open();
+  const auto before = host();
+  // The file (a hook) is refused: the directories leading to it are not made either.
+  EXPECT_EQ(codeOf(w.upload("/workspace/fresh/.git/hooks/pre-commit", "#!/bin/sh\n")), "permission_denied");
+  EXPECT_EQ(codeOf(w.makeDir("/workspace/other/.git/hooks/sub")), "permission_denied");
+  EXPECT_EQ(codeOf(w.upload("/workspace/deep/er/.bashrc", "evil")), "permission_denied");
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/fresh"));
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/other"));
+  EXPECT_FALSE(std::filesystem::exists(ws_ + "/deep"));
+  EXPECT_EQ(host(), before);
+  // The neighbours: a file beside the protected names, with its new parents.
+  EXPECT_EQ(codeOf(w.upload("/workspace/fresh/.git-notes/readme", "ok")), "ok");
+  EXPECT_EQ(codeOf(w.makeDir("/workspace/other/hooks/sub")), "ok");
+  EXPECT_TRUE(std::filesystem::is_directory(ws_ + "/other/hooks/sub"));
+}
+
 TEST_F(WorkspaceFilesTest, WritesOutsideAllowWriteAreRefused) {
   t_.dir("ws/out");
   Workspace w = open(R"({"filesystem": {"denyRead": [], "allowRead": [], "allowWrite": ["./out"], "denyWrite": []}})");
