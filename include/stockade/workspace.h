@@ -272,6 +272,10 @@ class Workspace {
 
   // Creates or replaces the file at `path`, creating missing parent
   // directories; atomic (a temporary in the same directory, then rename).
+  // A final symlink is written through to the file it names beneath
+  // /workspace; one that leads out (or to a directory) is invalid_path
+  // (is_directory), never replaced. Every name it would create is decided
+  // before the first is made: a refusal leaves no new directory behind.
   WorkspaceResult<FileWriter> openWrite(std::string_view path);
   WorkspaceStatus upload(std::string_view path, ByteSource& data);
   WorkspaceStatus upload(std::string_view path, std::string_view data);
