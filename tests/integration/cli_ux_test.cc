@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -296,7 +297,10 @@ TEST_F(CliUxTest, EveryLineStockadeWritesOnStderrStartsWithStockade) {
 // ---- nested use ----
 
 TEST_F(CliUxTest, StockadeRunInsideASandboxSaysNestedSandboxesAreNotSupported) {
-  auto r = cli({"run", "--cwd", work_, "--", stockadeBinary(), "run", "--", "/bin/echo", "inner"});
+  // A copy in the workspace: the build tree may lie under /tmp, which inside is the sandbox's own.
+  const std::string inner = work_ + "/stockade";
+  std::filesystem::copy_file(stockadeBinary(), inner);
+  auto r = cli({"run", "--cwd", work_, "--", inner, "run", "--", "/bin/echo", "inner"});
   EXPECT_EQ(r.exitCode, 125);
   EXPECT_EQ(r.out, "") << "the inner program never ran";
   EXPECT_EQ(r.err, "stockade run: nested sandboxes are not supported: this runs inside a stockade sandbox already, "
@@ -304,7 +308,7 @@ TEST_F(CliUxTest, StockadeRunInsideASandboxSaysNestedSandboxesAreNotSupported) {
                    "sandbox could only be weaker than the one it is in); run the program directly, it is sandboxed, "
                    "or start stockade outside the sandbox\n");
   // The allowed neighbour: stockade's policy commands work inside.
-  auto check = cli({"run", "--cwd", work_, "--", stockadeBinary(), "policy", "check", "-", "--cwd", work_}, "{}");
+  auto check = cli({"run", "--cwd", work_, "--", inner, "policy", "check", "-", "--cwd", work_}, "{}");
   EXPECT_EQ(check.exitCode, 0) << check.err;
   EXPECT_EQ(check.out, "-: valid\n");
 }
