@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "platform/linux/kernel_abi.h"
+#include "platform/linux/raw_syscall.h"
 
 namespace stockade::platform {
 namespace {
@@ -69,11 +70,11 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
     }
     struct stat st;
     abi::LandlockPathBeneathAttr rule;
-    rule.allowedAccess = (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) ? rights : (rights & kFileRights);
+    rule.allowedAccess = (sys::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) ? rights : (rights & kFileRights);
     rule.parentFd = fd;
     int rc = abi::landlockAddRule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule);
     int saved = errno;
-    ::close(fd);
+    sys::close(fd);
     if (rc != 0) {
       errno = saved;
       error.add("landlock_add_rule(PATH_BENEATH, ").quoted(path.c_str()).add(", ")
@@ -93,7 +94,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
     error.add("landlock_restrict_self()");
     ok = error.fail(SetupStep::kLandlock);
   }
-  ::close(ruleset);
+  sys::close(ruleset);
   return ok;
 }
 

@@ -18,6 +18,7 @@
 
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/mountinfo.h"
+#include "platform/linux/raw_syscall.h"
 #include "policy/paths.h"
 #include "policy/write_decision.h"
 
@@ -75,7 +76,7 @@ bool devWritable(std::string_view path) {
 void fdPath(int fd, char (&out)[40]) noexcept {
   ChildError scratch;
   scratch.add("/proc/self/fd/").number(fd);
-  std::memcpy(out, scratch.call, sizeof(out) - 1);
+  sys::copy(out, scratch.call, sizeof(out) - 1);
   out[sizeof(out) - 1] = '\0';
 }
 
@@ -85,7 +86,7 @@ struct Fd {  // a tiny owner usable in the child (UniqueFd is fine too, but keep
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   ~Fd() {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) sys::close(fd);
   }
 };
 
@@ -93,7 +94,7 @@ struct Fd {  // a tiny owner usable in the child (UniqueFd is fine too, but keep
 // following any symlink. Returns an O_PATH fd or -1 with errno.
 int resolve(int rootFd, const char* path) noexcept {
   while (*path == '/') ++path;
-  if (*path == '\0') return static_cast<int>(::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
+  if (*path == '\0') return static_cast<int>(sys::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
   return abi::openat2(rootFd, path, O_PATH | O_CLOEXEC | O_NOFOLLOW,
                       RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
@@ -108,7 +109,7 @@ int ensure(int rootFd, const char* path, bool lastIsDir, ChildError& error) noex
     return fd;
   }
   char component[4096];
-  int dir = static_cast<int>(::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
+  int dir = static_cast<int>(sys::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
   const char* p = path;
   while (*p == '/') ++p;
   while (*p != '\0' && dir >= 0) {
@@ -125,19 +126,19 @@ int ensure(int rootFd, const char* path, bool lastIsDir, ChildError& error) noex
                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
     if (next < 0 && errno == ENOENT) {
       if (!last || lastIsDir) {
-        if (::mkdirat(dir, component, 0755) != 0 && errno != EEXIST) {
+        if (sys::mkdirat(dir, component, 0755) != 0 && errno != EEXIST) {
           error.add("mkdirat(").quoted(path).add(" component ").quoted(component).add(", 0755)");
-          ::close(dir);
+          sys::close(dir);
           return -1;
         }
       } else {
-        int f = ::openat(dir, component, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        int f = sys::openat(dir, component, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
         if (f < 0) {
           error.add("openat(").quoted(path).add(", O_CREAT|O_EXCL, 0444)");
-          ::close(dir);
+          sys::close(dir);
           return -1;
         }
-        ::close(f);
+        sys::close(f);
       }
       next = abi::openat2(dir, component, O_PATH | O_CLOEXEC | O_NOFOLLOW,
                           RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
@@ -145,10 +146,10 @@ int ensure(int rootFd, const char* path, bool lastIsDir, ChildError& error) noex
     if (next < 0) {
       error.add("openat2(newroot, ").quoted(path).add(" component ").quoted(component)
           .add(", RESOLVE_NO_SYMLINKS)");
-      ::close(dir);
+      sys::close(dir);
       return -1;
     }
-    ::close(dir);
+    sys::close(dir);
     dir = next;
   }
   return dir;
@@ -184,7 +185,7 @@ int cloneHostTree(const char* path, std::uint64_t attrs, ChildError& error) noex
     return -1;
   }
   if (!setAttr(tree, path, attrs, true, error)) {
-    ::close(tree);
+    sys::close(tree);
     errno = error.error;
     return -1;
   }
@@ -203,7 +204,7 @@ bool mountAt(const char* source, int targetFd, const char* shownTarget, const ch
              unsigned long flags, const char* data, ChildError& error) noexcept {
   char target[40];
   fdPath(targetFd, target);
-  if (::mount(source, target, fstype, flags, data) != 0) {
+  if (sys::mount(source, target, fstype, flags, data) != 0) {
     error.add("mount(").quoted(source).add(", ").quoted(shownTarget).add(", ")
         .quoted(fstype ? fstype : "").add(", ").hex(flags).add(", ").quoted(data ? data : "")
         .add(")");
@@ -214,30 +215,32 @@ bool mountAt(const char* source, int targetFd, const char* shownTarget, const ch
 
 bool isDir(int fd) noexcept {
   struct stat st;
-  return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  return sys::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // symlinkat(target, dir, name); O_PATH directory fds are not accepted as
 // dirfd by symlinkat on every kernel, so the /proc path of `dir` is the fallback.
 bool symlinkIn(int dirFd, const char* target, const char* name) noexcept {
-  if (::symlinkat(target, dirFd, name) == 0) return true;
+  if (sys::symlinkat(target, dirFd, name) == 0) return true;
+  char full[4200];
   char dir[40];
   fdPath(dirFd, dir);
-  char full[4200];
-  if (std::strlen(dir) + 1 + std::strlen(name) + 1 > sizeof full) {
+  const std::size_t dirLength = sys::length(dir), nameLength = sys::length(name);
+  if (dirLength + 1 + nameLength + 1 > sizeof full) {
     errno = ENAMETOOLONG;
     return false;
   }
-  std::strcpy(full, dir);
-  std::strcat(full, "/");
-  std::strcat(full, name);
-  return ::symlink(target, full) == 0;
+  sys::copy(full, dir, dirLength);
+  full[dirLength] = '/';
+  sys::copy(full + dirLength + 1, name, nameLength + 1);
+  return sys::symlink(target, full) == 0;
 }
 
 // Re-creates the symlink `path` -> `target` inside a tmpfs of the sandbox
 // (a mask or the empty root), making its parent directories there.
 bool makeLink(int rootFd, const char* path, const char* target, ChildError& error) noexcept {
-  const char* slash = std::strrchr(path, '/');
+  const char* slash = path;  // the last '/' (paths are absolute)
+  for (const char* p = path; (p = sys::find(p, '/')) != nullptr; ++p) slash = p;
   char parent[4096];
   std::size_t n = static_cast<std::size_t>(slash - path);
   if (n >= sizeof parent) {
@@ -245,7 +248,7 @@ bool makeLink(int rootFd, const char* path, const char* target, ChildError& erro
     error.add("symlink(").quoted(target).add(", ").quoted(path).add(")");
     return error.fail(SetupStep::kMounts);
   }
-  std::memcpy(parent, path, n);
+  sys::copy(parent, path, n);
   parent[n == 0 ? 1 : n] = '\0';
   if (n == 0) parent[0] = '/';
   Fd dir(ensure(rootFd, parent, true, error));
@@ -272,9 +275,9 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
   // mount target, instead of a path lookup from the new root per node.
   static const char* const kNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   for (const char* node : kNodes) {
-    char hostPath[32] = "/dev/";
-    std::strncat(hostPath, node, sizeof(hostPath) - 6);
-    Fd placeholder(::openat(top.fd, node, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
+    ChildError text;  // a bounded string builder with no libc
+    const char* hostPath = text.add("/dev/").add(node).call;
+    Fd placeholder(sys::openat(top.fd, node, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
     if (placeholder.fd < 0) {
       error.add("openat(\"/dev\", ").quoted(node).add(", O_CREAT|O_EXCL|O_NOFOLLOW, 0444)");
       return error.fail(SetupStep::kMounts);
@@ -290,12 +293,12 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
   }
   // As above, for the two directories.
   auto subdir = [&](const char* name) -> int {
-    if (::mkdirat(top.fd, name, 0755) != 0) {
+    if (sys::mkdirat(top.fd, name, 0755) != 0) {
       error.add("mkdirat(\"/dev\", ").quoted(name).add(", 0755)");
       error.fail(SetupStep::kMounts);
       return -1;
     }
-    int fd = ::openat(top.fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = sys::openat(top.fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
       error.add("openat(\"/dev\", ").quoted(name).add(", O_PATH|O_DIRECTORY|O_NOFOLLOW)");
       error.fail(SetupStep::kMounts);
@@ -596,7 +599,7 @@ std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physica
 
 bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 1. Nothing we mount may propagate back to the host.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+  if (sys::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     error.add("mount(NULL, \"/\", NULL, MS_REC|MS_PRIVATE)");
     return error.fail(SetupStep::kMounts);
   }
@@ -612,9 +615,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     ++nextTree;
     struct stat bound, heldSt;
     const bool same = (clone < 0 && held == -1) ||
-                      (clone >= 0 && held >= 0 && ::fstat(clone, &bound) == 0 && ::fstat(held, &heldSt) == 0 &&
+                      (clone >= 0 && held >= 0 && sys::fstat(clone, &bound) == 0 && sys::fstat(held, &heldSt) == 0 &&
                        bound.st_dev == heldSt.st_dev && bound.st_ino == heldSt.st_ino);
-    if (held >= 0) ::close(held);
+    if (held >= 0) sys::close(held);
     if (same) return true;
     errno = ESTALE;
     error.add("brokered tree ").quoted(path).add(held == -2 ? " has no descriptor of the write broker"
@@ -642,19 +645,19 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     ++slot;
   }
   for (; nextTree < plan.writableFds.size(); ++nextTree)
-    if (plan.writableFds[nextTree] >= 0) ::close(plan.writableFds[nextTree]);
+    if (plan.writableFds[nextTree] >= 0) sys::close(plan.writableFds[nextTree]);
 
   // 3. The staging tmpfs, private to this mount namespace.
-  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, kStageTmpfs) != 0) {
+  if (sys::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, kStageTmpfs) != 0) {
     error.add("mount(\"tmpfs\", \"/tmp\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kStageTmpfs).add(")");
     return error.fail(SetupStep::kMounts);
   }
-  if (::mkdir(kNewRoot, 0755) != 0) {
+  if (sys::mkdir(kNewRoot, 0755) != 0) {
     error.add("mkdir(\"/tmp/root\", 0755)");
     return error.fail(SetupStep::kMounts);
   }
   {
-    Fd empty(::open(kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
+    Fd empty(sys::open(kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
     if (empty.fd < 0) {
       error.add("open(\"/tmp/empty\", O_CREAT|O_EXCL, 0444)");
       return error.fail(SetupStep::kMounts);
@@ -663,7 +666,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 4. The new root: the host tree, or (denyRead "/", a workspace) an empty
   //    tmpfs that stays writable until every mount point in it is made.
   if (emptyRoot) {
-    if (::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
+    if (sys::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
       error.add("mount(\"tmpfs\", \"/tmp/root\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kSmallTmpfs).add(")");
       return error.fail(SetupStep::kMounts);
     }
@@ -671,7 +674,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     error.add("move_mount(tree of \"/\", \"/tmp/root\")");
     return error.fail(SetupStep::kMounts);
   }
-  Fd newRoot(::open(kNewRoot, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Fd newRoot(sys::open(kNewRoot, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (newRoot.fd < 0) {
     error.add("open(\"/tmp/root\", O_PATH|O_DIRECTORY)");
     return error.fail(SetupStep::kMounts);
@@ -794,7 +797,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   if (emptyRoot && !setAttr(rootFd, "/", MOUNT_ATTR_RDONLY, false, error)) return false;
 
   // 8. Pivot into the new root and drop the host tree.
-  if (::fchdir(rootFd) != 0) {
+  if (sys::fchdir(rootFd) != 0) {
     error.add("fchdir(\"/tmp/root\")");
     return error.fail(SetupStep::kMounts);
   }
@@ -802,11 +805,11 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     error.add("pivot_root(\".\", \".\")");
     return error.fail(SetupStep::kMounts);
   }
-  if (::umount2(".", MNT_DETACH) != 0) {
+  if (sys::umount2(".", MNT_DETACH) != 0) {
     error.add("umount2(old root, MNT_DETACH)");
     return error.fail(SetupStep::kMounts);
   }
-  if (::chdir("/") != 0) {
+  if (sys::chdir("/") != 0) {
     error.add("chdir(\"/\")");
     return error.fail(SetupStep::kMounts);
   }
