@@ -7,6 +7,7 @@
 
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/raw_syscall.h"
+#include "platform/mutation.h"
 
 namespace stockade::platform {
 namespace {
@@ -40,16 +41,20 @@ int landlockAbi() noexcept {
 
 bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   if (plan.abi <= 0) return true;
+  using mutation::disabled, mutation::Layer;  // scripts/mutate
+  const bool fs = !disabled(Layer::kLandlockFs);
+  const bool net = plan.abi >= 4 && !disabled(Layer::kLandlockNet);
   abi::LandlockRulesetAttr attr;
   const std::uint64_t rights = writeRights(plan.abi);
-  attr.handledAccessFs = rights;
+  if (fs) attr.handledAccessFs = rights;
   // With local binding allowed, a server the program starts must be
   // reachable from the program itself on any port: neither bind nor connect
   // is restricted, and the network namespace (loopback and the proxy
   // listener only) still keeps everything outside unreachable.
-  if (plan.abi >= 4 && !plan.allowTcpBind)
+  if (net && !plan.allowTcpBind)
     attr.handledAccessNet = LANDLOCK_ACCESS_NET_CONNECT_TCP | LANDLOCK_ACCESS_NET_BIND_TCP;
-  if (plan.abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+  if (plan.abi >= 6 && !disabled(Layer::kLandlockScopes))
+    attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
   int ruleset = abi::landlockCreateRuleset(&attr, sizeof(attr), 0);
   if (ruleset < 0) {
     error.add("landlock_create_ruleset(fs=").hex(attr.handledAccessFs).add(", net=")
@@ -58,6 +63,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   }
   bool ok = true;
   for (const auto& path : plan.writable) {
+    if (!fs) break;
     // The rules name real paths: a symlink on the way means the tree changed
     // under the policy since it was derived, and must not redirect the grant.
     int fd = abi::openat2(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW,

@@ -19,6 +19,7 @@
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/mountinfo.h"
 #include "platform/linux/raw_syscall.h"
+#include "platform/mutation.h"
 #include "policy/paths.h"
 #include "policy/write_decision.h"
 
@@ -624,7 +625,13 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
                                                             : " changed between planning and binding");
     return error.fail(SetupStep::kMounts);
   };
-  const bool emptyRoot = plan.root == MountPlan::Root::kEmpty || plan.root == MountPlan::Root::kRebuilt;
+  // scripts/mutate: each layer below left out on its own (platform/mutation.h).
+  using mutation::disabled, mutation::Layer;
+  // (empty-root: denyRead "/"'s empty root; a workspace's rebuilt root stays.)
+  const bool emptyRoot = plan.root == MountPlan::Root::kRebuilt ||
+                         (plan.root == MountPlan::Root::kEmpty && !disabled(Layer::kEmptyRoot));
+  const std::uint64_t readOnlyRoot = disabled(Layer::kReadOnlyRoot) ? 0 : MOUNT_ATTR_RDONLY;
+  const std::uint64_t readOnlyTrees = disabled(Layer::kBrokeredReadOnly) ? 0 : MOUNT_ATTR_RDONLY;
   Fd root(-1);
   if (!emptyRoot) {
     root.fd = abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -633,13 +640,14 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       return error.fail(SetupStep::kMounts);
     }
     // Read-only either way: a brokered root's writes are the broker's.
-    if (!setAttr(root.fd, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
+    if (!setAttr(root.fd, "/", readOnlyRoot | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
     if (plan.root == MountPlan::Root::kHostBrokered && !sameAsBroker(root.fd, "/")) return false;
   }
   int* slot = plan.scratch.data();
   for (const auto& op : plan.ops) {
     if (op.kind != Kind::kBrokered && op.kind != Kind::kCarveOut) continue;
-    *slot = cloneHostTree(op.path.c_str(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
+    const std::uint64_t readOnly = op.kind == Kind::kBrokered ? readOnlyTrees : MOUNT_ATTR_RDONLY;
+    *slot = cloneHostTree(op.path.c_str(), readOnly | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
     if (*slot < 0 && error.error != 0) return false;
     if (op.kind == Kind::kBrokered && !sameAsBroker(*slot, op.path.c_str())) return false;
     ++slot;
@@ -740,6 +748,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
         break;
       }
       case Kind::kProc: {
+        // Without a pid namespace of its own the sandbox may not mount a
+        // proc (the host's, read-only, stays visible instead).
+        if (disabled(Layer::kPidNamespace)) break;
         Fd proc(ensure(rootFd, p, true, error));
         ok = proc.fd >= 0 ? mountAt("proc", proc.fd, p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error)
                           : error.fail(SetupStep::kMounts);
@@ -756,16 +767,22 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       case Kind::kDev: ok = buildDev(rootFd, plan.tmpOptions.c_str(), plan.ptsOptions.c_str(), error); break;
       case Kind::kBrokered:
       case Kind::kCarveOut: ok = bindClone(*slot++, p); break;
-      case Kind::kLink: ok = makeLink(rootFd, p, op.target.c_str(), error); break;
-      case Kind::kReadOnly: ok = readOnly(p); break;
-      case Kind::kMask: ok = mask(p, op.sealAfter); break;
+      case Kind::kLink:
+        // Without the empty root the host's own link is there already.
+        ok = makeLink(rootFd, p, op.target.c_str(), error) || (!emptyRoot && (error = ChildError{}, true));
+        break;
+      case Kind::kReadOnly:
+        // (op.path.starts_with(): no libc, and the planned paths are normal)
+        ok = disabled(op.path.starts_with("/proc/") ? Layer::kProcReadOnly : Layer::kWriteDenyRebinds) || readOnly(p);
+        break;
+      case Kind::kMask: ok = disabled(Layer::kReadMasks) || mask(p, op.sealAfter); break;
       case Kind::kWorkspace: break;  // once the view it copies is sealed (step 7)
     }
     if (!ok) return false;
   }
   // 6. Tmpfs mounts kept writable for the mount points inside them: sealed.
   for (const auto& op : plan.ops) {
-    if (op.kind != Kind::kMask || !op.sealAfter) continue;
+    if (op.kind != Kind::kMask || !op.sealAfter || disabled(Layer::kReadMasks)) continue;
     Fd top(resolve(rootFd, op.path.c_str()));
     if (top.fd < 0) {
       if (errno == ENOENT) continue;

@@ -8,9 +8,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/raw_syscall.h"
+#include "platform/mutation.h"
 
 namespace stockade::platform {
 namespace {
@@ -41,6 +43,12 @@ bool writeFile(const char* path, const char* text, ChildError& error) noexcept {
 std::uint64_t namespaceCloneFlags(bool withCgroup) noexcept {
   std::uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
   if (withCgroup) flags |= CLONE_NEWCGROUP;
+  using mutation::disabled, mutation::Layer;  // scripts/mutate
+  for (auto [layer, flag] : {std::pair{Layer::kUserNamespace, CLONE_NEWUSER}, {Layer::kMountNamespace, CLONE_NEWNS},
+                             {Layer::kPidNamespace, CLONE_NEWPID}, {Layer::kNetworkNamespace, CLONE_NEWNET},
+                             {Layer::kIpcNamespace, CLONE_NEWIPC}, {Layer::kUtsNamespace, CLONE_NEWUTS},
+                             {Layer::kCgroupNamespace, CLONE_NEWCGROUP}})
+    if (disabled(layer)) flags &= ~static_cast<std::uint64_t>(flag);
   return flags;
 }
 

@@ -37,6 +37,7 @@
 #include "platform/linux/raw_syscall.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/write_broker.h"
+#include "platform/mutation.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
@@ -308,7 +309,8 @@ volatile sig_atomic_t gProgramPid = 0;
 // process group with setsid(). Window changes go to the program alone.
 void forwardSignal(int sig) noexcept {
   if (gProgramPid <= 0) return;
-  if (sig == SIGWINCH) {
+  // (Without a pid namespace, kill(-1) would reach every process of the host's user.)
+  if (sig == SIGWINCH || mutation::disabled(mutation::Layer::kPidNamespace)) {
     sys::kill(static_cast<pid_t>(gProgramPid), sig);
     return;
   }
@@ -417,7 +419,7 @@ void forwardSignal(int sig) noexcept {
   // (prepare()), and copies it held would keep other children's stdin from
   // reaching EOF and the supervisor's exit from being seen; so everything
   // but its own fds goes now, and its own close at exec.
-  if (!closeAllBut(plan, error)) report(plan, error);
+  if (!mutation::disabled(mutation::Layer::kFdClosing) && !closeAllBut(plan, error)) report(plan, error);
   if (plan.newSession && sys::setsid() < 0) {
     error.add("setsid()");
     fail(plan, error, SetupStep::kSession);
@@ -432,11 +434,12 @@ void forwardSignal(int sig) noexcept {
     pollfd p = {plan.errorFd, POLLOUT, 0};
     if (sys::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) sys::exitGroup(kSetupFailedExit);
   }
-  if (!writeIdMaps(plan.uid, plan.gid, error)) report(plan, error);
-  if (!setSandboxHostname(error)) report(plan, error);
-  if (!bringUpLoopback(error)) report(plan, error);
+  using mutation::disabled, mutation::Layer;  // scripts/mutate: each step without its namespace is left out with it
+  if (!disabled(Layer::kUserNamespace) && !writeIdMaps(plan.uid, plan.gid, error)) report(plan, error);
+  if (!disabled(Layer::kUtsNamespace) && !setSandboxHostname(error)) report(plan, error);
+  if (!disabled(Layer::kNetworkNamespace) && !bringUpLoopback(error)) report(plan, error);
   if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
-  if (!applyMounts(*plan.mounts, error)) report(plan, error);
+  if (!disabled(Layer::kMountNamespace) && !applyMounts(*plan.mounts, error)) report(plan, error);
   if (plan.terminal && !openSandboxPty(plan, error)) report(plan, error);
   // The sandbox's root, for the write broker to resolve the child's paths in.
   const int root = sys::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -444,8 +447,8 @@ void forwardSignal(int sig) noexcept {
     error.add("open(\"/\", O_PATH|O_DIRECTORY)");
     fail(plan, error, SetupStep::kMounts);
   }
-  if (!dropCapabilities(error)) report(plan, error);
-  if (!setNoNewPrivs(error)) report(plan, error);
+  if (!disabled(Layer::kCapabilities) && !dropCapabilities(error)) report(plan, error);
+  if (!disabled(Layer::kCapabilities) && !setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
   // The filter's listener goes to the supervisor, which answers the denials
   // and brokers the writes; nothing in the sandbox may keep it (it could
