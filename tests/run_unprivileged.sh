@@ -47,6 +47,16 @@ cp "$probe" "$stage/probe-suid"
 chown root:root "$stage/probe-suid"
 chmod 4755 "$stage/probe-suid"
 
+# What the caller set for the test processes themselves passes through the
+# clean environment: gtest's filter, the mutation switch (scripts/mutate) and
+# the sanitizers' options (scripts/ci/stage-*.sh).
+pass=""
+for v in GTEST_FILTER GTEST_FAIL_FAST STOCKADE_MUTATE ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+  eval "value=\${$v:-}"
+  [ -n "$value" ] && pass="$pass $v=$value"
+done
+set -f  # $pass is split into words below, and holds patterns (GTEST_FILTER=*), not file names
+
 status=0
 for t in "$@"; do
   cp "$t" "$stage/"
@@ -56,6 +66,6 @@ for t in "$@"; do
      env -i HOME="$home" USER="$user" PATH=/usr/local/bin:/usr/bin:/bin \
      STOCKADE_CLI="$stage/stockade" STOCKADE_PROBE="$stage/sandbox_probe" \
      STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" STOCKADE_REDTEAM_REPORT="${STOCKADE_REDTEAM_REPORT:-}" \
-     $daemon_env "$copy") || status=1
+     $daemon_env $pass "$copy") || status=1
 done
 exit "$status"
