@@ -89,11 +89,12 @@ inline Layer readSwitch() noexcept {
 }
 inline const Layer gDisabled = readSwitch();
 
-inline bool disabled(Layer layer) noexcept { return gDisabled == layer; }
+// static: an object built without the switch has its own disabled(), never this one.
+static inline bool disabled(Layer layer) noexcept { return gDisabled == layer; }
 
 #else
 
-constexpr bool disabled(Layer) noexcept { return false; }
+static constexpr bool disabled(Layer) noexcept { return false; }
 
 #endif
 
