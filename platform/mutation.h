@@ -46,6 +46,7 @@ enum class Layer : int {
   kSeccompSockets,     // socket() and socketpair() outside the allow-list
   kSeccompListener,    // a seccomp listener of the program's own
   kSeccompAllocation,  // fallocate and the preallocation ioctls under limits.fileSizeBytes
+  kSeccompHostCounters,  // calls that take from a count the whole host shares (io_setup)
   // namespaces.cc, spawn.cc (with the setup steps that need the namespace)
   kUserNamespace,
   kMountNamespace,     // and with it the whole mount layer, which would otherwise change the host's mounts
@@ -67,13 +68,12 @@ enum class Layer : int {
 #ifdef STOCKADE_MUTATION_TESTING
 
 inline constexpr const char* kNames[] = {
-    "none",           "read-masks",        "write-deny-rebinds", "proc-read-only",   "brokered-read-only",
-    "read-only-root", "empty-root",        "landlock-fs",        "landlock-net",     "landlock-scopes",
-    "seccomp-processes", "seccomp-kernel", "seccomp-io-uring",   "seccomp-mount-api", "seccomp-namespaces",
-    "seccomp-handles", "seccomp-terminal", "seccomp-setid",      "seccomp-sockets",  "seccomp-listener",
-    "seccomp-allocation", "user-namespace", "mount-namespace",   "pid-namespace",    "network-namespace",
-    "ipc-namespace",  "uts-namespace",     "cgroup-namespace",   "capabilities",     "environment-filter",
-    "fd-closing",     "proxy-decision",    "write-broker",
+    "none", "read-masks", "write-deny-rebinds", "proc-read-only", "brokered-read-only", "read-only-root",
+    "empty-root", "landlock-fs", "landlock-net", "landlock-scopes", "seccomp-processes", "seccomp-kernel",
+    "seccomp-io-uring", "seccomp-mount-api", "seccomp-namespaces", "seccomp-handles", "seccomp-terminal",
+    "seccomp-setid", "seccomp-sockets", "seccomp-listener", "seccomp-allocation", "seccomp-host-counters",
+    "user-namespace", "mount-namespace", "pid-namespace", "network-namespace", "ipc-namespace", "uts-namespace",
+    "cgroup-namespace", "capabilities", "environment-filter", "fd-closing", "proxy-decision", "write-broker",
 };
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Layer::kCount));
 

@@ -32,6 +32,7 @@ mutation::Layer seccompLayerOf(const SeccompRule& rule) noexcept {
       {L::kSeccompSockets, {"socket", "socketpair"}},
       {L::kSeccompListener, {"seccomp"}},
       {L::kSeccompAllocation, {"fallocate"}},
+      {L::kSeccompHostCounters, {"io_setup"}},
   };
   const std::string_view call = rule.syscall;
   // The preallocation ioctls answer EOPNOTSUPP; every other ioctl row is a terminal's.
@@ -46,7 +47,7 @@ mutation::Layer seccompLayerOf(const SeccompRule& rule) noexcept {
 
 const SeccompProgram* mutatedSeccompProgram(const SeccompOptions& options) {
   const auto layer = mutation::gDisabled;
-  if (layer < mutation::Layer::kSeccompProcesses || layer > mutation::Layer::kSeccompAllocation) return nullptr;
+  if (layer < mutation::Layer::kSeccompProcesses || layer > mutation::Layer::kSeccompHostCounters) return nullptr;
   static std::mutex lock;
   static std::vector<sock_filter> filters[4];
   static SeccompProgram programs[4];
