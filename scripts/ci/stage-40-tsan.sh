@@ -8,6 +8,7 @@ targets=(manager_tests process_service_tests proxy_integration_tests)
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOCKADE_WERROR=ON -DSTOCKADE_BENCH=OFF \
   -DSTOCKADE_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target "${targets[@]}"
+echo "tsan: built in ${SECONDS}s"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 status=0
 for t in "${targets[@]}"; do
