@@ -13,6 +13,6 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 status=0
 for t in "${targets[@]}"; do
   echo "tsan: $t"
-  timeout 1800 "build-tsan/tests/$t" --gtest_brief=1 || { echo "tsan: $t FAILED"; status=1; }
+  timeout 600 "build-tsan/tests/$t" --gtest_brief=1 || { echo "tsan: $t FAILED"; status=1; }
 done
 exit "$status"
