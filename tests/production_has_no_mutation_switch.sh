@@ -14,8 +14,9 @@ for f in "$@"; do
   fi
 done
 
-# Under the build tree, not /tmp: the sandbox's /tmp is its own.
-dir=$(mktemp -d "$PWD/mutation-switch-XXXXXX")
+# Not under /tmp (the sandbox's /tmp is its own), nor under the build tree,
+# which may lie there (a fresh clone in /tmp).
+dir=$(mktemp -d /var/tmp/stockade-mutation-switch-XXXXXX)
 trap 'rm -rf "$dir"' EXIT INT TERM
 mkdir "$dir/work"
 echo SECRET >"$dir/secret"
