@@ -25,8 +25,7 @@ enum class Layer : int {
   kNone = 0,
   // mounts.cc
   kReadMasks,          // the masks over read denies
-  kWriteDenyRebinds,   // denyWrite / mandatory denies where the child writes with its own rights (its /tmp), bound read-only
-  kProcReadOnly,       // /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus read-only
+  kProcReadOnly,       // /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus read-only (every kReadOnly op)
   kBrokeredReadOnly,   // the brokered (write-allowed) trees bound read-only: writes only through the broker
   kReadOnlyRoot,       // the host tree mounted read-only
   kEmptyRoot,          // denyRead "/": an empty root with the carve-outs (the host's tree instead)
@@ -68,7 +67,7 @@ enum class Layer : int {
 #ifdef STOCKADE_MUTATION_TESTING
 
 inline constexpr const char* kNames[] = {
-    "none", "read-masks", "write-deny-rebinds", "proc-read-only", "brokered-read-only", "read-only-root",
+    "none", "read-masks", "proc-read-only", "brokered-read-only", "read-only-root",
     "empty-root", "landlock-fs", "landlock-net", "landlock-scopes", "seccomp-processes", "seccomp-kernel",
     "seccomp-io-uring", "seccomp-mount-api", "seccomp-namespaces", "seccomp-handles", "seccomp-terminal",
     "seccomp-setid", "seccomp-sockets", "seccomp-listener", "seccomp-allocation", "seccomp-host-counters",

@@ -8,7 +8,7 @@
 set -eu
 cli="$1"
 for f in "$@"; do
-  if strings -a "$f" | grep -E 'STOCKADE_MUTATE|mutation testing|write-deny-rebinds|landlock-scopes'; then
+  if strings -a "$f" | grep -E 'STOCKADE_MUTATE|mutation testing|brokered-read-only|landlock-scopes'; then
     echo "FAIL: $f holds the mutation switch (configure without -DSTOCKADE_MUTATION_TESTING)"
     exit 1
   fi

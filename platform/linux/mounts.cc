@@ -772,8 +772,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
         ok = makeLink(rootFd, p, op.target.c_str(), error) || (!emptyRoot && (error = ChildError{}, true));
         break;
       case Kind::kReadOnly:
-        // (op.path.starts_with(): no libc, and the planned paths are normal)
-        ok = disabled(op.path.starts_with("/proc/") ? Layer::kProcReadOnly : Layer::kWriteDenyRebinds) || readOnly(p);
+        // (planMounts() makes a view read-only only in the sandbox's /proc:
+        // elsewhere the write broker refuses denied writes by name.)
+        ok = disabled(Layer::kProcReadOnly) || readOnly(p);
         break;
       case Kind::kMask: ok = disabled(Layer::kReadMasks) || mask(p, op.sealAfter); break;
       case Kind::kWorkspace: break;  // once the view it copies is sealed (step 7)
