@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# AddressSanitizer + UndefinedBehaviorSanitizer on a build of its own
-# (build-asan/, no benchmarks): every ctest test as root but two, then the
-# suites that attack the sandbox (security_tests, redteam_tests, spawn_tests)
-# again as the unprivileged user. Left out, for the stage's time (CI's whole
-# run stays under 30 minutes on 2 cores): InstalledPackage (installs and builds
-# the example consumer: packaging, no code path the other tests do not run)
-# and the unprivileged re-run of the other suites (run, manager, process
-# service, proxy, CLI: the ctest stage runs them as stockade-test
-# uninstrumented; their code runs under the sanitizers as root here). Any report fails the test that caused it (halt_on_error;
-# UBSan does not recover). LeakSanitizer runs at the exit of every test
-# process and of the stockade CLI; the sandbox's init never runs it -- it
-# leaves by exec or by the raw exit_group(2) (platform/linux/raw_syscall.h),
-# never through exit handlers. sandbox_probe, the program the security tests
-# run inside the sandbox, is not instrumented (tests/CMakeLists.txt): it is
-# the attacker, and LeakSanitizer's ptrace would be refused by the filter.
-# No suppressions.
+# AddressSanitizer + UndefinedBehaviorSanitizer over the WHOLE suite, on a
+# build of its own (build-asan/, no benchmarks). This stage is the suite's
+# run: there is no plain ctest stage besides it (CI's whole run stays under
+# 30 minutes on 2 cores that way). Every ctest test runs as root under the
+# sanitizers, and the unprivileged re-run (every binary of ctest's
+# unprivileged_suites, as stockade-test) runs on the instrumented binaries
+# too. One test runs uninstrumented, on scripts/bootstrap's build/:
+# InstalledPackage (it packages the build and compiles the example consumer
+# against the unpacked library, which an ASan library cannot link without the
+# sanitizer's runtime: packaging, no code path the other tests do not run).
+# Any report fails the test that caused it (halt_on_error; UBSan does not
+# recover). LeakSanitizer runs at the exit of every test process and of the
+# stockade CLI; the sandbox's init never runs it -- it leaves by exec or by
+# the raw exit_group(2) (platform/linux/raw_syscall.h), never through exit
+# handlers. sandbox_probe, the program the security tests run inside the
+# sandbox, is not instrumented (tests/CMakeLists.txt): it is the attacker, and
+# LeakSanitizer's ptrace would be refused by the filter. No suppressions.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOCKADE_WERROR=ON -DSTOCKADE_BENCH=OFF \
@@ -26,7 +27,12 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="exitcode=23"
 status=0
 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E '^(unprivileged_suites|InstalledPackage\..*)$' || status=1
-STOCKADE_CLI="$PWD/build-asan/stockade" STOCKADE_PROBE="$PWD/build-asan/tests/sandbox_probe" \
-  timeout 900 tests/run_unprivileged.sh build-asan/tests/security_tests build-asan/tests/redteam_tests \
-  build-asan/tests/spawn_tests || { echo "asan: the unprivileged re-run FAILED"; status=1; }
+echo "asan: the root run done at ${SECONDS}s"
+# The unprivileged re-run: ctest's own unprivileged_suites test, with the
+# time the instrumented binaries need (its ctest TIMEOUT is the plain build's).
+unprivileged=$(ctest --test-dir build-asan -N -V -R '^unprivileged_suites$' | sed -n 's/.*Test command: //p')
+[ -n "$unprivileged" ] || { echo "asan: no unprivileged_suites test in build-asan"; exit 1; }
+eval "timeout 1800 $unprivileged" || { echo "asan: the unprivileged re-run FAILED"; status=1; }
+echo "asan: the unprivileged re-run done at ${SECONDS}s"
+ctest --test-dir build --output-on-failure --timeout 600 -R '^InstalledPackage\.' || status=1
 exit "$status"
