@@ -5,7 +5,7 @@
 # 30 minutes on 2 cores that way). Every ctest test runs as root under the
 # sanitizers, and the unprivileged re-run (every binary of ctest's
 # unprivileged_suites, as stockade-test) runs on the instrumented binaries
-# too. One test runs uninstrumented, on scripts/bootstrap's build/:
+# too, beside the others. One test runs uninstrumented, on scripts/bootstrap's build/:
 # InstalledPackage (it packages the build and compiles the example consumer
 # against the unpacked library, which an ASan library cannot link without the
 # sanitizer's runtime: packaging, no code path the other tests do not run).
@@ -26,13 +26,7 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_retur
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="exitcode=23"
 status=0
-ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E '^(unprivileged_suites|InstalledPackage\..*)$' || status=1
-echo "asan: the root run done at ${SECONDS}s"
-# The unprivileged re-run: ctest's own unprivileged_suites test, with the
-# time the instrumented binaries need (its ctest TIMEOUT is the plain build's).
-unprivileged=$(ctest --test-dir build-asan -N -V -R '^unprivileged_suites$' | sed -n 's/.*Test command: //p')
-[ -n "$unprivileged" ] || { echo "asan: no unprivileged_suites test in build-asan"; exit 1; }
-eval "timeout 1800 $unprivileged" || { echo "asan: the unprivileged re-run FAILED"; status=1; }
-echo "asan: the unprivileged re-run done at ${SECONDS}s"
+# Every test, unprivileged_suites among them (started first: tests/CMakeLists.txt).
+ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E '^InstalledPackage\.' || status=1
 ctest --test-dir build --output-on-failure --timeout 600 -R '^InstalledPackage\.' || status=1
 exit "$status"
