@@ -42,6 +42,12 @@ if [ -n "${STOCKADED:-}" ]; then
   cp "$STOCKADED" "$stage/stockaded"
   daemon_env="STOCKADED=$stage/stockaded"
 fi
+# The red-team suite's uninstrumented case program (STOCKADE_REDTEAM_CASES, optional).
+redteam_env=""
+if [ -n "${STOCKADE_REDTEAM_CASES:-}" ]; then
+  cp "$STOCKADE_REDTEAM_CASES" "$stage/redteam-cases"
+  redteam_env="STOCKADE_REDTEAM_CASES=$stage/redteam-cases"
+fi
 # A root-owned setuid copy of the probe, for the setuid test.
 cp "$probe" "$stage/probe-suid"
 chown root:root "$stage/probe-suid"
@@ -66,6 +72,6 @@ for t in "$@"; do
      env -i HOME="$home" USER="$user" PATH=/usr/local/bin:/usr/bin:/bin \
      STOCKADE_CLI="$stage/stockade" STOCKADE_PROBE="$stage/sandbox_probe" \
      STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" STOCKADE_REDTEAM_REPORT="${STOCKADE_REDTEAM_REPORT:-}" \
-     $daemon_env $pass "$copy") || status=1
+     $daemon_env $redteam_env $pass "$copy") || status=1
 done
 exit "$status"

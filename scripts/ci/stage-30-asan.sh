@@ -15,7 +15,8 @@
 # the raw exit_group(2) (platform/linux/raw_syscall.h), never through exit
 # handlers. sandbox_probe, the program the security tests run inside the
 # sandbox, is not instrumented (tests/CMakeLists.txt): it is the attacker, and
-# LeakSanitizer's ptrace would be refused by the filter. No suppressions.
+# LeakSanitizer's ptrace would be refused by the filter; the red-team suite's
+# case program likewise comes from build/ (STOCKADE_REDTEAM_CASES). No suppressions.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOCKADE_WERROR=ON -DSTOCKADE_BENCH=OFF \
@@ -25,6 +26,9 @@ echo "asan: built in ${SECONDS}s"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=0:strict_string_checks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export LSAN_OPTIONS="exitcode=23"
+# The red-team suite's inside runs bootstrap's uninstrumented build of it
+# (tests/security/redteam/runner.cc, caseProgram()).
+export STOCKADE_REDTEAM_CASES="$PWD/build/tests/redteam_tests"
 status=0
 # Every test, unprivileged_suites among them (started first: tests/CMakeLists.txt).
 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E '^InstalledPackage\.' || status=1

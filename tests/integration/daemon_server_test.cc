@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/support/http_test_client.h"
+#include "tests/support/sanitizer.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
 
@@ -367,7 +368,7 @@ TEST_F(ServerTest, AThousandSequentialRequestsLeakNothing) {
   c.close();
   ASSERT_TRUE(eventually([&] { return server->stats().connections == 0; }));
   std::size_t fds = testing::openFdCount(), threads = testing::threadCount();
-  [[maybe_unused]] std::size_t rss = testing::residentKiB();  // not checked under a sanitizer (below)
+  std::size_t rss = testing::residentKiB();
   for (int i = 0; i < 1000; ++i) {
     auto r = c.request("POST", "/t/echo", R"({"i":)" + std::to_string(i) + "}");
     ASSERT_EQ(r.status, 200);
@@ -379,11 +380,9 @@ TEST_F(ServerTest, AThousandSequentialRequestsLeakNothing) {
   EXPECT_TRUE(eventually([&] { return server->stats().connections == 0; }));
   EXPECT_TRUE(eventually([&] { return testing::openFdCount() == fds; })) << testing::openFdCount() << " vs " << fds;
   EXPECT_EQ(testing::threadCount(), threads);
-// ASan's quarantine holds freed memory; TSan's shadow and history memory grow with
-// the run (the fd and thread counts above still check under both).
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  EXPECT_LT(testing::residentKiB(), rss + 4096) << "RSS grew from " << rss << " KiB";
-#endif
+  if (!testing::kSanitized) {  // tests/support/sanitizer.h: the fd and thread counts above still check
+    EXPECT_LT(testing::residentKiB(), rss + 4096) << "RSS grew from " << rss << " KiB";
+  }
   EXPECT_EQ(server->stats().requestsInFlight, 0u);
 }
 
