@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "platform/mutation.h"
 #include "policy/domain.h"
 
 namespace stockade::proxy {
@@ -78,6 +79,14 @@ Verdict decide(const DerivedRules::Network& rules, std::string_view host, std::u
   if (auto* why = std::get_if<std::string>(&normalised)) return deny(Host{}, port, "invalid host: " + *why);
   Host h = std::get<Host>(std::move(normalised));
   if (port == 0) return deny(std::move(h), port, "port 0 is not a destination");
+  if (mutation::disabled(mutation::Layer::kProxyDecision)) {  // scripts/mutate
+    Verdict v;
+    v.outcome = Outcome::kAllow;
+    v.host = std::move(h);
+    v.port = port;
+    v.rule = "mutation testing: the proxy's decision is off";
+    return v;
+  }
   for (const DomainRule& r : rules.deniedDomains) {
     if (r.matches(h.text, port)) return deny(std::move(h), port, "deniedDomains: " + quoted(r.text()));
   }
@@ -135,6 +144,7 @@ std::string_view addressClassName(AddressClass c) noexcept {
 
 Verdict decideAddress(const DerivedRules::Network& rules, const Verdict& name, std::string_view address,
                       AddressSource source) {
+  if (mutation::disabled(mutation::Layer::kProxyDecision)) return name;  // scripts/mutate
   if (!name.allowed() || !name.matchedAllow)
     return deny(name.host, name.port, name.allowed() ? "internal: name verdict has no matched rule" : name.rule);
   auto canonical = policy::canonicalIp(address);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "platform/mutation.h"
 #include "policy/text.h"
 #include "proxy/environment.h"
 
@@ -35,7 +36,8 @@ std::vector<std::string> childEnvironment(const DerivedRules& rules, char* const
     auto eq = entry.find('=');
     if (eq == std::string_view::npos) continue;
     std::string name(entry.substr(0, eq));
-    if (proxy::isProxyVariable(name) || !std::binary_search(allow.begin(), allow.end(), name)) continue;
+    const bool filtered = !mutation::disabled(mutation::Layer::kEnvironmentFilter);  // scripts/mutate
+    if (filtered && (proxy::isProxyVariable(name) || !std::binary_search(allow.begin(), allow.end(), name))) continue;
     env[name] = std::string(entry.substr(eq + 1));
   }
   env["TMPDIR"] = "/tmp";

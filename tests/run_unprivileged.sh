@@ -42,10 +42,26 @@ if [ -n "${STOCKADED:-}" ]; then
   cp "$STOCKADED" "$stage/stockaded"
   daemon_env="STOCKADED=$stage/stockaded"
 fi
+# The red-team suite's uninstrumented case program (STOCKADE_REDTEAM_CASES, optional).
+redteam_env=""
+if [ -n "${STOCKADE_REDTEAM_CASES:-}" ]; then
+  cp "$STOCKADE_REDTEAM_CASES" "$stage/redteam-cases"
+  redteam_env="STOCKADE_REDTEAM_CASES=$stage/redteam-cases"
+fi
 # A root-owned setuid copy of the probe, for the setuid test.
 cp "$probe" "$stage/probe-suid"
 chown root:root "$stage/probe-suid"
 chmod 4755 "$stage/probe-suid"
+
+# What the caller set for the test processes themselves passes through the
+# clean environment: gtest's filter, the mutation switch (scripts/mutate) and
+# the sanitizers' options (scripts/ci/stage-*.sh).
+pass=""
+for v in GTEST_FILTER GTEST_FAIL_FAST STOCKADE_MUTATE ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+  eval "value=\${$v:-}"
+  [ -n "$value" ] && pass="$pass $v=$value"
+done
+set -f  # $pass is split into words below, and holds patterns (GTEST_FILTER=*), not file names
 
 status=0
 for t in "$@"; do
@@ -56,6 +72,6 @@ for t in "$@"; do
      env -i HOME="$home" USER="$user" PATH=/usr/local/bin:/usr/bin:/bin \
      STOCKADE_CLI="$stage/stockade" STOCKADE_PROBE="$stage/sandbox_probe" \
      STOCKADE_TEST_SETUID_PROBE="$stage/probe-suid" STOCKADE_REDTEAM_REPORT="${STOCKADE_REDTEAM_REPORT:-}" \
-     $daemon_env "$copy") || status=1
+     $daemon_env $redteam_env $pass "$copy") || status=1
 done
 exit "$status"

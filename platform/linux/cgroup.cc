@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "platform/linux/mountinfo.h"
+#include "platform/linux/raw_syscall.h"
 
 namespace stockade::platform {
 namespace {
@@ -559,11 +560,11 @@ bool joinCgroups(const int* tasksFds, int count, ChildError& error) noexcept {
     if (tasksFds[i] < 0) continue;
     // "0": the writer itself; through "tasks", that thread alone, which lets
     // the kernel skip the global threadgroup lock (cgroup_procs_write_start()).
-    if (::write(tasksFds[i], "0", 1) != 1) {
+    if (sys::write(tasksFds[i], "0", 1) != 1) {
       error.add("write(<sandbox cgroup>/tasks, \"0\")");
       return error.fail(SetupStep::kCgroup);
     }
-    ::close(tasksFds[i]);
+    sys::close(tasksFds[i]);
   }
   return true;
 }

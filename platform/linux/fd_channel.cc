@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "platform/linux/raw_syscall.h"
+
 namespace stockade::platform {
 
 namespace {
@@ -30,8 +32,8 @@ bool sendFds(int channel, std::span<const int> fds, SetupStep step, const char* 
   cmsg->cmsg_level = SOL_SOCKET;
   cmsg->cmsg_type = SCM_RIGHTS;
   cmsg->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-  std::memcpy(CMSG_DATA(cmsg), fds.data(), fds.size() * sizeof(int));
-  if (::sendmsg(channel, &msg, MSG_NOSIGNAL) != 1) {
+  sys::copy(CMSG_DATA(cmsg), fds.data(), fds.size() * sizeof(int));
+  if (sys::sendmsg(channel, &msg, MSG_NOSIGNAL) != 1) {
     error.add("sendmsg(channel, SCM_RIGHTS, ").add(what).add(")");
     return error.fail(step);
   }

@@ -6,6 +6,8 @@
 #include <cerrno>
 
 #include "platform/linux/kernel_abi.h"
+#include "platform/linux/raw_syscall.h"
+#include "platform/mutation.h"
 
 namespace stockade::platform {
 namespace {
@@ -39,16 +41,20 @@ int landlockAbi() noexcept {
 
 bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   if (plan.abi <= 0) return true;
+  using mutation::disabled, mutation::Layer;  // scripts/mutate
+  const bool fs = !disabled(Layer::kLandlockFs);
+  const bool net = plan.abi >= 4 && !disabled(Layer::kLandlockNet);
   abi::LandlockRulesetAttr attr;
   const std::uint64_t rights = writeRights(plan.abi);
-  attr.handledAccessFs = rights;
+  if (fs) attr.handledAccessFs = rights;
   // With local binding allowed, a server the program starts must be
   // reachable from the program itself on any port: neither bind nor connect
   // is restricted, and the network namespace (loopback and the proxy
   // listener only) still keeps everything outside unreachable.
-  if (plan.abi >= 4 && !plan.allowTcpBind)
+  if (net && !plan.allowTcpBind)
     attr.handledAccessNet = LANDLOCK_ACCESS_NET_CONNECT_TCP | LANDLOCK_ACCESS_NET_BIND_TCP;
-  if (plan.abi >= 6) attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+  if (plan.abi >= 6 && !disabled(Layer::kLandlockScopes))
+    attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
   int ruleset = abi::landlockCreateRuleset(&attr, sizeof(attr), 0);
   if (ruleset < 0) {
     error.add("landlock_create_ruleset(fs=").hex(attr.handledAccessFs).add(", net=")
@@ -57,6 +63,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
   }
   bool ok = true;
   for (const auto& path : plan.writable) {
+    if (!fs) break;
     // The rules name real paths: a symlink on the way means the tree changed
     // under the policy since it was derived, and must not redirect the grant.
     int fd = abi::openat2(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC | O_NOFOLLOW,
@@ -69,11 +76,11 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
     }
     struct stat st;
     abi::LandlockPathBeneathAttr rule;
-    rule.allowedAccess = (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) ? rights : (rights & kFileRights);
+    rule.allowedAccess = (sys::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) ? rights : (rights & kFileRights);
     rule.parentFd = fd;
     int rc = abi::landlockAddRule(ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule);
     int saved = errno;
-    ::close(fd);
+    sys::close(fd);
     if (rc != 0) {
       errno = saved;
       error.add("landlock_add_rule(PATH_BENEATH, ").quoted(path.c_str()).add(", ")
@@ -93,7 +100,7 @@ bool applyLandlock(const LandlockPlan& plan, ChildError& error) noexcept {
     error.add("landlock_restrict_self()");
     ok = error.fail(SetupStep::kLandlock);
   }
-  ::close(ruleset);
+  sys::close(ruleset);
   return ok;
 }
 

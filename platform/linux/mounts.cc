@@ -18,6 +18,8 @@
 
 #include "platform/linux/kernel_abi.h"
 #include "platform/linux/mountinfo.h"
+#include "platform/linux/raw_syscall.h"
+#include "platform/mutation.h"
 #include "policy/paths.h"
 #include "policy/write_decision.h"
 
@@ -75,7 +77,7 @@ bool devWritable(std::string_view path) {
 void fdPath(int fd, char (&out)[40]) noexcept {
   ChildError scratch;
   scratch.add("/proc/self/fd/").number(fd);
-  std::memcpy(out, scratch.call, sizeof(out) - 1);
+  sys::copy(out, scratch.call, sizeof(out) - 1);
   out[sizeof(out) - 1] = '\0';
 }
 
@@ -85,7 +87,7 @@ struct Fd {  // a tiny owner usable in the child (UniqueFd is fine too, but keep
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   ~Fd() {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) sys::close(fd);
   }
 };
 
@@ -93,7 +95,7 @@ struct Fd {  // a tiny owner usable in the child (UniqueFd is fine too, but keep
 // following any symlink. Returns an O_PATH fd or -1 with errno.
 int resolve(int rootFd, const char* path) noexcept {
   while (*path == '/') ++path;
-  if (*path == '\0') return static_cast<int>(::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
+  if (*path == '\0') return static_cast<int>(sys::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
   return abi::openat2(rootFd, path, O_PATH | O_CLOEXEC | O_NOFOLLOW,
                       RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
@@ -108,7 +110,7 @@ int ensure(int rootFd, const char* path, bool lastIsDir, ChildError& error) noex
     return fd;
   }
   char component[4096];
-  int dir = static_cast<int>(::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
+  int dir = static_cast<int>(sys::fcntl(rootFd, F_DUPFD_CLOEXEC, 0));
   const char* p = path;
   while (*p == '/') ++p;
   while (*p != '\0' && dir >= 0) {
@@ -125,19 +127,19 @@ int ensure(int rootFd, const char* path, bool lastIsDir, ChildError& error) noex
                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
     if (next < 0 && errno == ENOENT) {
       if (!last || lastIsDir) {
-        if (::mkdirat(dir, component, 0755) != 0 && errno != EEXIST) {
+        if (sys::mkdirat(dir, component, 0755) != 0 && errno != EEXIST) {
           error.add("mkdirat(").quoted(path).add(" component ").quoted(component).add(", 0755)");
-          ::close(dir);
+          sys::close(dir);
           return -1;
         }
       } else {
-        int f = ::openat(dir, component, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        int f = sys::openat(dir, component, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
         if (f < 0) {
           error.add("openat(").quoted(path).add(", O_CREAT|O_EXCL, 0444)");
-          ::close(dir);
+          sys::close(dir);
           return -1;
         }
-        ::close(f);
+        sys::close(f);
       }
       next = abi::openat2(dir, component, O_PATH | O_CLOEXEC | O_NOFOLLOW,
                           RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
@@ -145,10 +147,10 @@ int ensure(int rootFd, const char* path, bool lastIsDir, ChildError& error) noex
     if (next < 0) {
       error.add("openat2(newroot, ").quoted(path).add(" component ").quoted(component)
           .add(", RESOLVE_NO_SYMLINKS)");
-      ::close(dir);
+      sys::close(dir);
       return -1;
     }
-    ::close(dir);
+    sys::close(dir);
     dir = next;
   }
   return dir;
@@ -184,7 +186,7 @@ int cloneHostTree(const char* path, std::uint64_t attrs, ChildError& error) noex
     return -1;
   }
   if (!setAttr(tree, path, attrs, true, error)) {
-    ::close(tree);
+    sys::close(tree);
     errno = error.error;
     return -1;
   }
@@ -203,7 +205,7 @@ bool mountAt(const char* source, int targetFd, const char* shownTarget, const ch
              unsigned long flags, const char* data, ChildError& error) noexcept {
   char target[40];
   fdPath(targetFd, target);
-  if (::mount(source, target, fstype, flags, data) != 0) {
+  if (sys::mount(source, target, fstype, flags, data) != 0) {
     error.add("mount(").quoted(source).add(", ").quoted(shownTarget).add(", ")
         .quoted(fstype ? fstype : "").add(", ").hex(flags).add(", ").quoted(data ? data : "")
         .add(")");
@@ -214,30 +216,32 @@ bool mountAt(const char* source, int targetFd, const char* shownTarget, const ch
 
 bool isDir(int fd) noexcept {
   struct stat st;
-  return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  return sys::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // symlinkat(target, dir, name); O_PATH directory fds are not accepted as
 // dirfd by symlinkat on every kernel, so the /proc path of `dir` is the fallback.
 bool symlinkIn(int dirFd, const char* target, const char* name) noexcept {
-  if (::symlinkat(target, dirFd, name) == 0) return true;
+  if (sys::symlinkat(target, dirFd, name) == 0) return true;
+  char full[4200];
   char dir[40];
   fdPath(dirFd, dir);
-  char full[4200];
-  if (std::strlen(dir) + 1 + std::strlen(name) + 1 > sizeof full) {
+  const std::size_t dirLength = sys::length(dir), nameLength = sys::length(name);
+  if (dirLength + 1 + nameLength + 1 > sizeof full) {
     errno = ENAMETOOLONG;
     return false;
   }
-  std::strcpy(full, dir);
-  std::strcat(full, "/");
-  std::strcat(full, name);
-  return ::symlink(target, full) == 0;
+  sys::copy(full, dir, dirLength);
+  full[dirLength] = '/';
+  sys::copy(full + dirLength + 1, name, nameLength + 1);
+  return sys::symlink(target, full) == 0;
 }
 
 // Re-creates the symlink `path` -> `target` inside a tmpfs of the sandbox
 // (a mask or the empty root), making its parent directories there.
 bool makeLink(int rootFd, const char* path, const char* target, ChildError& error) noexcept {
-  const char* slash = std::strrchr(path, '/');
+  const char* slash = path;  // the last '/' (paths are absolute)
+  for (const char* p = path; (p = sys::find(p, '/')) != nullptr; ++p) slash = p;
   char parent[4096];
   std::size_t n = static_cast<std::size_t>(slash - path);
   if (n >= sizeof parent) {
@@ -245,7 +249,7 @@ bool makeLink(int rootFd, const char* path, const char* target, ChildError& erro
     error.add("symlink(").quoted(target).add(", ").quoted(path).add(")");
     return error.fail(SetupStep::kMounts);
   }
-  std::memcpy(parent, path, n);
+  sys::copy(parent, path, n);
   parent[n == 0 ? 1 : n] = '\0';
   if (n == 0) parent[0] = '/';
   Fd dir(ensure(rootFd, parent, true, error));
@@ -272,9 +276,9 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
   // mount target, instead of a path lookup from the new root per node.
   static const char* const kNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   for (const char* node : kNodes) {
-    char hostPath[32] = "/dev/";
-    std::strncat(hostPath, node, sizeof(hostPath) - 6);
-    Fd placeholder(::openat(top.fd, node, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
+    ChildError text;  // a bounded string builder with no libc
+    const char* hostPath = text.add("/dev/").add(node).call;
+    Fd placeholder(sys::openat(top.fd, node, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0444));
     if (placeholder.fd < 0) {
       error.add("openat(\"/dev\", ").quoted(node).add(", O_CREAT|O_EXCL|O_NOFOLLOW, 0444)");
       return error.fail(SetupStep::kMounts);
@@ -290,12 +294,12 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
   }
   // As above, for the two directories.
   auto subdir = [&](const char* name) -> int {
-    if (::mkdirat(top.fd, name, 0755) != 0) {
+    if (sys::mkdirat(top.fd, name, 0755) != 0) {
       error.add("mkdirat(\"/dev\", ").quoted(name).add(", 0755)");
       error.fail(SetupStep::kMounts);
       return -1;
     }
-    int fd = ::openat(top.fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = sys::openat(top.fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
       error.add("openat(\"/dev\", ").quoted(name).add(", O_PATH|O_DIRECTORY|O_NOFOLLOW)");
       error.fail(SetupStep::kMounts);
@@ -596,7 +600,7 @@ std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physica
 
 bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 1. Nothing we mount may propagate back to the host.
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+  if (sys::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     error.add("mount(NULL, \"/\", NULL, MS_REC|MS_PRIVATE)");
     return error.fail(SetupStep::kMounts);
   }
@@ -612,16 +616,22 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     ++nextTree;
     struct stat bound, heldSt;
     const bool same = (clone < 0 && held == -1) ||
-                      (clone >= 0 && held >= 0 && ::fstat(clone, &bound) == 0 && ::fstat(held, &heldSt) == 0 &&
+                      (clone >= 0 && held >= 0 && sys::fstat(clone, &bound) == 0 && sys::fstat(held, &heldSt) == 0 &&
                        bound.st_dev == heldSt.st_dev && bound.st_ino == heldSt.st_ino);
-    if (held >= 0) ::close(held);
+    if (held >= 0) sys::close(held);
     if (same) return true;
     errno = ESTALE;
     error.add("brokered tree ").quoted(path).add(held == -2 ? " has no descriptor of the write broker"
                                                             : " changed between planning and binding");
     return error.fail(SetupStep::kMounts);
   };
-  const bool emptyRoot = plan.root == MountPlan::Root::kEmpty || plan.root == MountPlan::Root::kRebuilt;
+  // scripts/mutate: each layer below left out on its own (platform/mutation.h).
+  using mutation::disabled, mutation::Layer;
+  // (empty-root: denyRead "/"'s empty root; a workspace's rebuilt root stays.)
+  const bool emptyRoot = plan.root == MountPlan::Root::kRebuilt ||
+                         (plan.root == MountPlan::Root::kEmpty && !disabled(Layer::kEmptyRoot));
+  const std::uint64_t readOnlyRoot = disabled(Layer::kReadOnlyRoot) ? 0 : MOUNT_ATTR_RDONLY;
+  const std::uint64_t readOnlyTrees = disabled(Layer::kBrokeredReadOnly) ? 0 : MOUNT_ATTR_RDONLY;
   Fd root(-1);
   if (!emptyRoot) {
     root.fd = abi::openTree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -630,31 +640,32 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       return error.fail(SetupStep::kMounts);
     }
     // Read-only either way: a brokered root's writes are the broker's.
-    if (!setAttr(root.fd, "/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
+    if (!setAttr(root.fd, "/", readOnlyRoot | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, error)) return false;
     if (plan.root == MountPlan::Root::kHostBrokered && !sameAsBroker(root.fd, "/")) return false;
   }
   int* slot = plan.scratch.data();
   for (const auto& op : plan.ops) {
     if (op.kind != Kind::kBrokered && op.kind != Kind::kCarveOut) continue;
-    *slot = cloneHostTree(op.path.c_str(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
+    const std::uint64_t readOnly = op.kind == Kind::kBrokered ? readOnlyTrees : MOUNT_ATTR_RDONLY;
+    *slot = cloneHostTree(op.path.c_str(), readOnly | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, error);
     if (*slot < 0 && error.error != 0) return false;
     if (op.kind == Kind::kBrokered && !sameAsBroker(*slot, op.path.c_str())) return false;
     ++slot;
   }
   for (; nextTree < plan.writableFds.size(); ++nextTree)
-    if (plan.writableFds[nextTree] >= 0) ::close(plan.writableFds[nextTree]);
+    if (plan.writableFds[nextTree] >= 0) sys::close(plan.writableFds[nextTree]);
 
   // 3. The staging tmpfs, private to this mount namespace.
-  if (::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, kStageTmpfs) != 0) {
+  if (sys::mount("tmpfs", kStage, "tmpfs", MS_NOSUID | MS_NODEV, kStageTmpfs) != 0) {
     error.add("mount(\"tmpfs\", \"/tmp\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kStageTmpfs).add(")");
     return error.fail(SetupStep::kMounts);
   }
-  if (::mkdir(kNewRoot, 0755) != 0) {
+  if (sys::mkdir(kNewRoot, 0755) != 0) {
     error.add("mkdir(\"/tmp/root\", 0755)");
     return error.fail(SetupStep::kMounts);
   }
   {
-    Fd empty(::open(kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
+    Fd empty(sys::open(kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
     if (empty.fd < 0) {
       error.add("open(\"/tmp/empty\", O_CREAT|O_EXCL, 0444)");
       return error.fail(SetupStep::kMounts);
@@ -663,7 +674,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   // 4. The new root: the host tree, or (denyRead "/", a workspace) an empty
   //    tmpfs that stays writable until every mount point in it is made.
   if (emptyRoot) {
-    if (::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
+    if (sys::mount("tmpfs", kNewRoot, "tmpfs", MS_NOSUID | MS_NODEV, kSmallTmpfs) != 0) {
       error.add("mount(\"tmpfs\", \"/tmp/root\", \"tmpfs\", MS_NOSUID|MS_NODEV, ").quoted(kSmallTmpfs).add(")");
       return error.fail(SetupStep::kMounts);
     }
@@ -671,7 +682,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     error.add("move_mount(tree of \"/\", \"/tmp/root\")");
     return error.fail(SetupStep::kMounts);
   }
-  Fd newRoot(::open(kNewRoot, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Fd newRoot(sys::open(kNewRoot, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (newRoot.fd < 0) {
     error.add("open(\"/tmp/root\", O_PATH|O_DIRECTORY)");
     return error.fail(SetupStep::kMounts);
@@ -737,6 +748,9 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
         break;
       }
       case Kind::kProc: {
+        // Without a pid namespace of its own the sandbox may not mount a
+        // proc (the host's, read-only, stays visible instead).
+        if (disabled(Layer::kPidNamespace)) break;
         Fd proc(ensure(rootFd, p, true, error));
         ok = proc.fd >= 0 ? mountAt("proc", proc.fd, p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, error)
                           : error.fail(SetupStep::kMounts);
@@ -753,16 +767,23 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       case Kind::kDev: ok = buildDev(rootFd, plan.tmpOptions.c_str(), plan.ptsOptions.c_str(), error); break;
       case Kind::kBrokered:
       case Kind::kCarveOut: ok = bindClone(*slot++, p); break;
-      case Kind::kLink: ok = makeLink(rootFd, p, op.target.c_str(), error); break;
-      case Kind::kReadOnly: ok = readOnly(p); break;
-      case Kind::kMask: ok = mask(p, op.sealAfter); break;
+      case Kind::kLink:
+        // Without the empty root the host's own link is there already.
+        ok = makeLink(rootFd, p, op.target.c_str(), error) || (!emptyRoot && (error = ChildError{}, true));
+        break;
+      case Kind::kReadOnly:
+        // (planMounts() makes a view read-only only in the sandbox's /proc:
+        // elsewhere the write broker refuses denied writes by name.)
+        ok = disabled(Layer::kProcReadOnly) || readOnly(p);
+        break;
+      case Kind::kMask: ok = disabled(Layer::kReadMasks) || mask(p, op.sealAfter); break;
       case Kind::kWorkspace: break;  // once the view it copies is sealed (step 7)
     }
     if (!ok) return false;
   }
   // 6. Tmpfs mounts kept writable for the mount points inside them: sealed.
   for (const auto& op : plan.ops) {
-    if (op.kind != Kind::kMask || !op.sealAfter) continue;
+    if (op.kind != Kind::kMask || !op.sealAfter || disabled(Layer::kReadMasks)) continue;
     Fd top(resolve(rootFd, op.path.c_str()));
     if (top.fd < 0) {
       if (errno == ENOENT) continue;
@@ -794,7 +815,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
   if (emptyRoot && !setAttr(rootFd, "/", MOUNT_ATTR_RDONLY, false, error)) return false;
 
   // 8. Pivot into the new root and drop the host tree.
-  if (::fchdir(rootFd) != 0) {
+  if (sys::fchdir(rootFd) != 0) {
     error.add("fchdir(\"/tmp/root\")");
     return error.fail(SetupStep::kMounts);
   }
@@ -802,11 +823,11 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     error.add("pivot_root(\".\", \".\")");
     return error.fail(SetupStep::kMounts);
   }
-  if (::umount2(".", MNT_DETACH) != 0) {
+  if (sys::umount2(".", MNT_DETACH) != 0) {
     error.add("umount2(old root, MNT_DETACH)");
     return error.fail(SetupStep::kMounts);
   }
-  if (::chdir("/") != 0) {
+  if (sys::chdir("/") != 0) {
     error.add("chdir(\"/\")");
     return error.fail(SetupStep::kMounts);
   }

@@ -8,24 +8,27 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "platform/linux/kernel_abi.h"
+#include "platform/linux/raw_syscall.h"
+#include "platform/mutation.h"
 
 namespace stockade::platform {
 namespace {
 
 bool writeFile(const char* path, const char* text, ChildError& error) noexcept {
-  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  int fd = sys::open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0) {
     error.step = static_cast<std::int32_t>(SetupStep::kIdMaps);
     error.error = errno;
     error.add("open(").quoted(path).add(", O_WRONLY)");
     return false;
   }
-  const std::size_t len = std::strlen(text);
-  ssize_t n = ::write(fd, text, len);
+  const std::size_t len = sys::length(text);
+  ssize_t n = sys::write(fd, text, len);
   int saved = errno;
-  ::close(fd);
+  sys::close(fd);
   if (n != static_cast<ssize_t>(len)) {
     error.step = static_cast<std::int32_t>(SetupStep::kIdMaps);
     error.error = n < 0 ? saved : EIO;
@@ -40,6 +43,12 @@ bool writeFile(const char* path, const char* text, ChildError& error) noexcept {
 std::uint64_t namespaceCloneFlags(bool withCgroup) noexcept {
   std::uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
   if (withCgroup) flags |= CLONE_NEWCGROUP;
+  using mutation::disabled, mutation::Layer;  // scripts/mutate
+  for (auto [layer, flag] : {std::pair{Layer::kUserNamespace, CLONE_NEWUSER}, {Layer::kMountNamespace, CLONE_NEWNS},
+                             {Layer::kPidNamespace, CLONE_NEWPID}, {Layer::kNetworkNamespace, CLONE_NEWNET},
+                             {Layer::kIpcNamespace, CLONE_NEWIPC}, {Layer::kUtsNamespace, CLONE_NEWUTS},
+                             {Layer::kCgroupNamespace, CLONE_NEWCGROUP}})
+    if (disabled(layer)) flags &= ~static_cast<std::uint64_t>(flag);
   return flags;
 }
 
@@ -68,7 +77,7 @@ bool writeIdMaps(uid_t uid, gid_t gid, ChildError& error) noexcept {
 
 bool setSandboxHostname(ChildError& error) noexcept {
   static constexpr char kName[] = "stockade";
-  if (::sethostname(kName, sizeof(kName) - 1) != 0) {
+  if (sys::sethostname(kName, sizeof(kName) - 1) != 0) {
     error.step = static_cast<std::int32_t>(SetupStep::kHostname);
     error.error = errno;
     error.add("sethostname(\"stockade\")");

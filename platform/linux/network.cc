@@ -13,12 +13,13 @@
 #include <cstring>
 
 #include "platform/linux/fd_channel.h"
+#include "platform/linux/raw_syscall.h"
 
 namespace stockade::platform {
 namespace {
 
 int listenOn(int family, std::uint16_t port, ChildError& error) noexcept {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = sys::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const char* shown = family == AF_INET ? "127.0.0.1" : "[::1]";
   if (fd < 0) {
     error.add("socket(").add(family == AF_INET ? "AF_INET" : "AF_INET6").add(", SOCK_STREAM)");
@@ -31,26 +32,26 @@ int listenOn(int family, std::uint16_t port, ChildError& error) noexcept {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    rc = sys::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   } else {
     int one = 1;
-    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    sys::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     sockaddr_in6 addr = {};
     addr.sin6_family = AF_INET6;
     addr.sin6_port = htons(port);
     addr.sin6_addr = in6addr_loopback;
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    rc = sys::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   }
   if (rc != 0) {
     error.add("bind(").add(shown).add(":").number(port).add(")");
     error.fail(SetupStep::kProxyListeners);
-    ::close(fd);
+    sys::close(fd);
     return -1;
   }
-  if (::listen(fd, 128) != 0) {
+  if (sys::listen(fd, 128) != 0) {
     error.add("listen(").add(shown).add(":").number(port).add(", 128)");
     error.fail(SetupStep::kProxyListeners);
-    ::close(fd);
+    sys::close(fd);
     return -1;
   }
   return fd;
@@ -59,25 +60,25 @@ int listenOn(int family, std::uint16_t port, ChildError& error) noexcept {
 }  // namespace
 
 bool bringUpLoopback(ChildError& error) noexcept {
-  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = sys::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     error.add("socket(AF_INET, SOCK_DGRAM)");
     return error.fail(SetupStep::kLoopback);
   }
   ifreq req = {};
-  std::strcpy(req.ifr_name, "lo");
+  sys::copy(req.ifr_name, "lo", 3);
   bool ok = true;
-  if (::ioctl(fd, SIOCGIFFLAGS, &req) != 0) {
+  if (sys::ioctl(fd, SIOCGIFFLAGS, &req) != 0) {
     error.add("ioctl(\"lo\", SIOCGIFFLAGS)");
     ok = error.fail(SetupStep::kLoopback);
   } else {
     req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
-    if (::ioctl(fd, SIOCSIFFLAGS, &req) != 0) {
+    if (sys::ioctl(fd, SIOCSIFFLAGS, &req) != 0) {
       error.add("ioctl(\"lo\", SIOCSIFFLAGS, IFF_UP)");
       ok = error.fail(SetupStep::kLoopback);
     }
   }
-  ::close(fd);
+  sys::close(fd);
   return ok;
 }
 
@@ -86,12 +87,12 @@ bool sendProxyListeners(int channel, std::uint16_t port, ChildError& error) noex
   if (fds[0] < 0) return false;
   fds[1] = listenOn(AF_INET6, port, error);
   if (fds[1] < 0) {
-    ::close(fds[0]);
+    sys::close(fds[0]);
     return false;
   }
   bool ok = sendFds(channel, fds, SetupStep::kProxyListeners, "2 proxy listeners", error);
-  ::close(fds[0]);
-  ::close(fds[1]);
+  sys::close(fds[0]);
+  sys::close(fds[1]);
   return ok;
 }
 

@@ -9,6 +9,8 @@
 
 #include <cerrno>
 
+#include "platform/linux/raw_syscall.h"
+
 namespace stockade::platform {
 
 bool installSeccomp(const SeccompProgram& program, int& listener, bool& killableWait, ChildError& error) noexcept {
@@ -16,11 +18,11 @@ bool installSeccomp(const SeccompProgram& program, int& listener, bool& killable
   prog.len = static_cast<unsigned short>(program.instructions.size());
   prog.filter = const_cast<sock_filter*>(program.instructions.data());
   unsigned long flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
-  long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  long fd = sys::call(SYS_seccomp, SECCOMP_SET_MODE_FILTER, static_cast<long>(flags), sys::arg(&prog));
   killableWait = fd >= 0;
   if (fd < 0 && errno == EINVAL) {  // before Linux 5.19
     flags = SECCOMP_FILTER_FLAG_NEW_LISTENER;
-    fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+    fd = sys::call(SYS_seccomp, SECCOMP_SET_MODE_FILTER, static_cast<long>(flags), sys::arg(&prog));
   }
   if (fd < 0) {
     error.step = static_cast<std::int32_t>(SetupStep::kSeccomp);

@@ -23,6 +23,9 @@
 #include <vector>
 
 #include "platform/linux/kernel_abi.h"  // FS_IOC_RESVSP...
+#ifdef STOCKADE_MUTATION_TESTING
+#include "platform/linux/seccomp_mutation.h"
+#endif
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080  // Linux 5.6
@@ -529,6 +532,12 @@ std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
       out.push_back({b.syscall, {{static_cast<unsigned>(b.trapArg), Op::kMaskedEquals, bit, bit}}, 0, b.reason, true, true});
     }
   }
+#ifdef STOCKADE_MUTATION_TESTING
+  // The brokered rows stay: they are the write broker's trap, not a denial
+  // (without them a write in a brokered tree meets its read-only bind); the
+  // broker's own layer is its decision (write_broker.cc).
+  std::erase_if(out, [](const SeccompRule& r) { return !r.brokered && mutation::disabled(seccompLayerOf(r)); });
+#endif
   return out;
 }
 

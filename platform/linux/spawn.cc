@@ -5,8 +5,9 @@
 //
 // ASYNC-SIGNAL-SAFE from childMain() down: the child runs in a copy of a
 // possibly multi-threaded parent, so between clone and exec it calls only
-// syscalls and the async-signal-safe helpers of platform/linux/*, uses only
-// memory prepared by the parent and its own stack, and never returns.
+// raw system calls (raw_syscall.h: no libc function, none that a sanitizer
+// intercepts) and the async-signal-safe helpers of platform/linux/*, uses
+// only memory prepared by the parent and its own stack, and never returns.
 #include "platform/linux/spawn.h"
 
 #include <poll.h>
@@ -33,8 +34,10 @@
 #include "platform/linux/network.h"
 #include "platform/linux/privileges.h"
 #include "platform/linux/process.h"
+#include "platform/linux/raw_syscall.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/write_broker.h"
+#include "platform/mutation.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
@@ -87,7 +90,7 @@ void writeRecord(const ChildPlan& plan, const ChildError& record) noexcept {
   const char* p = reinterpret_cast<const char*>(&record);
   std::size_t left = sizeof(record);
   while (left > 0) {
-    ssize_t n = ::write(plan.errorFd, p, left);
+    ssize_t n = sys::write(plan.errorFd, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     p += n;
@@ -97,14 +100,14 @@ void writeRecord(const ChildPlan& plan, const ChildError& record) noexcept {
 
 [[noreturn]] void report(const ChildPlan& plan, ChildError& error) noexcept {
   writeRecord(plan, error);
-  ::_exit(kSetupFailedExit);
+  sys::exitGroup(kSetupFailedExit);
 }
 
 // Reads exactly `size` bytes; false on EOF or error (errno 0 on EOF).
 bool readFully(int fd, void* into, std::size_t size) noexcept {
   char* p = static_cast<char*>(into);
   while (size > 0) {
-    ssize_t n = ::read(fd, p, size);
+    ssize_t n = sys::read(fd, p, size);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n == 0) errno = 0;
@@ -123,7 +126,7 @@ bool readFully(int fd, void* into, std::size_t size) noexcept {
 bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& error) noexcept {
   ProgramHeader header;
   if (!readFully(plan.commandFd, &header, sizeof header)) {
-    if (errno == 0) ::_exit(0);
+    if (errno == 0) sys::exitGroup(0);
     error.add("read(command socket)");
     return error.fail(SetupStep::kProgram);
   }
@@ -134,7 +137,7 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
     return error.fail(SetupStep::kProgram);
   }
   const std::size_t pointers = (std::size_t{header.argc} + header.envc + 2) * sizeof(char*);
-  void* memory = ::mmap(nullptr, pointers + header.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* memory = sys::mmap(nullptr, pointers + header.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) {
     error.add("mmap(").number(static_cast<long long>(pointers + header.bytes)).add(") for the program");
     return error.fail(SetupStep::kProgram);
@@ -152,7 +155,7 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
   std::size_t index = 0, slot = 0, at = 0;
   for (; at < header.bytes && index < strings; ++index) {
     char* start = text + at;
-    const void* nul = std::memchr(start, '\0', header.bytes - at);
+    const void* nul = sys::find(start, header.bytes - at, '\0');
     if (nul == nullptr) break;
     at = static_cast<std::size_t>(static_cast<const char*>(nul) - text) + 1;
     if (index < 2) {
@@ -184,8 +187,8 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
 // execve() of the program, searching PATH when argv[0] has no '/'.
 [[noreturn]] void execProgram(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
   const char* file = program.argv[0];
-  if (std::strchr(file, '/') != nullptr) {
-    ::execve(file, program.argv, program.envp);
+  if (sys::find(file, '/') != nullptr) {
+    sys::execve(file, program.argv, program.envp);
     error.add("execve(").quoted(file).add(")");
     fail(plan, error, SetupStep::kExec);
   }
@@ -193,20 +196,20 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
   const char* dir = program.path;
   char candidate[4096];
   while (true) {
-    const char* end = std::strchr(dir, ':');
-    std::size_t len = end ? static_cast<std::size_t>(end - dir) : std::strlen(dir);
-    std::size_t fileLen = std::strlen(file);
+    const char* end = sys::find(dir, ':');
+    std::size_t len = end ? static_cast<std::size_t>(end - dir) : sys::length(dir);
+    std::size_t fileLen = sys::length(file);
     if (len + fileLen + 2 < sizeof(candidate)) {
       std::size_t n = 0;
       if (len == 0) {
         candidate[n++] = '.';
       } else {
-        std::memcpy(candidate, dir, len);
+        sys::copy(candidate, dir, len);
         n = len;
       }
       candidate[n++] = '/';
-      std::memcpy(candidate + n, file, fileLen + 1);
-      ::execve(candidate, program.argv, program.envp);
+      sys::copy(candidate + n, file, fileLen + 1);
+      sys::execve(candidate, program.argv, program.envp);
       if (errno != ENOENT && errno != ENOTDIR && firstSignificant == 0) firstSignificant = errno;
     }
     if (!end) break;
@@ -259,41 +262,41 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
 // controlling terminal of the session made by setsid(); the master goes to
 // the supervisor. Before Landlock: opening the multiplexer needs write access.
 bool openSandboxPty(const ChildPlan& plan, ChildError& error) noexcept {
-  int master = ::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int master = sys::open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (master < 0) {
     error.add("open(\"/dev/pts/ptmx\", O_RDWR|O_NOCTTY)");
     return error.fail(SetupStep::kTerminal);
   }
   int unlock = 0;
-  if (::ioctl(master, TIOCSPTLCK, &unlock) != 0) {
+  if (sys::ioctl(master, TIOCSPTLCK, &unlock) != 0) {
     error.add("ioctl(ptmx, TIOCSPTLCK, 0)");
     return error.fail(SetupStep::kTerminal);
   }
   winsize size = {};
   size.ws_col = plan.terminalCols;
   size.ws_row = plan.terminalRows;
-  if (::ioctl(master, TIOCSWINSZ, &size) != 0) {
+  if (sys::ioctl(master, TIOCSWINSZ, &size) != 0) {
     error.add("ioctl(ptmx, TIOCSWINSZ)");
     return error.fail(SetupStep::kTerminal);
   }
-  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+  int slave = sys::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
   if (slave < 0) {
     error.add("ioctl(ptmx, TIOCGPTPEER, O_RDWR|O_NOCTTY)");
     return error.fail(SetupStep::kTerminal);
   }
   for (int i = 0; i < 3; ++i)
-    if (::dup2(slave, i) < 0) {
+    if (sys::dup2(slave, i) < 0) {
       error.add("dup2(pty slave, ").number(i).add(")");
       return error.fail(SetupStep::kTerminal);
     }
-  ::close(slave);
-  if (::ioctl(0, TIOCSCTTY, 0) != 0) {
+  sys::close(slave);
+  if (sys::ioctl(0, TIOCSCTTY, 0) != 0) {
     error.add("ioctl(0, TIOCSCTTY, 0)");
     return error.fail(SetupStep::kTerminal);
   }
   const int fds[] = {master};
   if (!sendFds(plan.channelFd, fds, SetupStep::kTerminal, "PTY master", error)) return false;
-  ::close(master);
+  sys::close(master);
   return true;
 }
 
@@ -306,11 +309,12 @@ volatile sig_atomic_t gProgramPid = 0;
 // process group with setsid(). Window changes go to the program alone.
 void forwardSignal(int sig) noexcept {
   if (gProgramPid <= 0) return;
-  if (sig == SIGWINCH) {
-    ::kill(static_cast<pid_t>(gProgramPid), sig);
+  // (Without a pid namespace, kill(-1) would reach every process of the host's user.)
+  if (sig == SIGWINCH || mutation::disabled(mutation::Layer::kPidNamespace)) {
+    sys::kill(static_cast<pid_t>(gProgramPid), sig);
     return;
   }
-  ::kill(-1, sig);
+  sys::kill(-1, sig);
 }
 
 // pid 1 of the sandbox. A pid-namespace init ignores signals it has no
@@ -321,17 +325,12 @@ void forwardSignal(int sig) noexcept {
 // shell code. Its exit makes the kernel kill whatever is left in the sandbox.
 [[noreturn]] void runInit(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
   static const int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
-  for (int sig : kForwarded) {
-    struct sigaction action = {};
-    action.sa_handler = forwardSignal;
-    action.sa_flags = SA_RESTART;
-    ::sigaction(sig, &action, nullptr);
-  }
+  for (int sig : kForwarded) sys::sigaction(sig, forwardSignal, SA_RESTART);
   // init is a copy of the supervisor: its memory and /proc/1/environ hold the
   // host's full environment. Non-dumpable (set before the fork; execve
   // makes the program itself dumpable again) makes them unreadable to the
   // program (same uid, but ptrace_may_access() then needs CAP_SYS_PTRACE).
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+  if (sys::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     error.add("prctl(PR_SET_DUMPABLE, 0)");
     fail(plan, error, SetupStep::kExec);
   }
@@ -344,75 +343,73 @@ void forwardSignal(int sig) noexcept {
   // signals stay blocked until gProgramPid is set, so one that arrives while
   // the program starts is forwarded to it instead of being lost (and no
   // handler runs in the child on init's memory).
-  sigset_t forwarded, previous;
-  sigemptyset(&forwarded);
-  for (int sig : kForwarded) sigaddset(&forwarded, sig);
-  ::sigprocmask(SIG_BLOCK, &forwarded, &previous);
-  pid_t pid = ::vfork();
-  if (pid < 0) {
+  sys::SignalSet forwarded = 0, previous = 0;
+  for (int sig : kForwarded) forwarded |= sys::signalBit(sig);
+  sys::sigprocmask(SIG_BLOCK, &forwarded, &previous);
+  const long forked = sys::vforkRaw();
+  if (forked < 0) {
+    errno = static_cast<int>(-forked);
     error.add("vfork() for the program");
     fail(plan, error, SetupStep::kExec);
   }
-  if (pid == 0) {
+  if (forked == 0) {
     // init's handlers would run on init's memory: default them here (this
     // table is the child's own) before the forwarded signals are unblocked.
-    struct sigaction defaults = {};
-    defaults.sa_handler = SIG_DFL;
-    for (int sig : kForwarded) ::sigaction(sig, &defaults, nullptr);
-    ::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives execve
-    ::close(plan.statusFd);
+    for (int sig : kForwarded) sys::sigaction(sig, SIG_DFL, 0);
+    sys::sigprocmask(SIG_SETMASK, &previous, nullptr);  // the mask survives execve
+    sys::close(plan.statusFd);
     execProgram(plan, program, error);
   }
+  const auto pid = static_cast<pid_t>(forked);
   gProgramPid = static_cast<sig_atomic_t>(pid);
-  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+  sys::sigprocmask(SIG_SETMASK, &previous, nullptr);
   // init never execs, so CLOEXEC does not clean its table: close its stdio
   // and the error pipe (closeAllBut() took the supervisor's other fds),
   // keeping only the status pipe. Closing the error pipe gives the parent EOF
   // once the program has exec'd.
   const unsigned keep = static_cast<unsigned>(plan.statusFd);
   if ((keep > 0 && abi::closeRange(0, keep - 1, 0) != 0) || abi::closeRange(keep + 1, ~0U, 0) != 0) {
-    ::kill(static_cast<pid_t>(pid), SIGKILL);
-    ::_exit(kSetupFailedExit);
+    sys::kill(static_cast<pid_t>(pid), SIGKILL);
+    sys::exitGroup(kSetupFailedExit);
   }
   for (;;) {
     int status = 0;
-    pid_t reaped = ::waitpid(-1, &status, 0);
+    pid_t reaped = sys::waitpid(-1, &status, 0);
     if (reaped < 0) {
       if (errno == EINTR) continue;
-      ::_exit(kSetupFailedExit);  // ECHILD without having seen the program: cannot happen
+      sys::exitGroup(kSetupFailedExit);  // ECHILD without having seen the program: cannot happen
     }
     if (reaped != static_cast<pid_t>(pid)) continue;  // an orphan
     std::int32_t record[2] = {WIFSIGNALED(status) ? 1 : 0, WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status)};
-    ssize_t ignored = ::write(plan.statusFd, record, sizeof(record));
+    ssize_t ignored = sys::write(plan.statusFd, record, sizeof(record));
     (void)ignored;
-    ::_exit(record[0] ? 128 + record[1] : record[1]);
+    sys::exitGroup(record[0] ? 128 + record[1] : record[1]);
   }
 }
 
 // The child's setup, top to bottom. Each step either succeeds or reports
 // itself and exits.
-[[noreturn]] void childMain(const ChildPlan& plan) noexcept {
+// Not inlined into start(): the child path is then a function of its own,
+// which tests/child_path_symbols.py starts from.
+[[noreturn, gnu::noinline]] void childMain(const ChildPlan& plan) noexcept {
   ChildError error;
-  ::prctl(PR_SET_NAME, kSandboxInitName, 0, 0, 0);  // also while it waits for its program
+  sys::prctl(PR_SET_NAME, reinterpret_cast<unsigned long>(kSandboxInitName));  // also while it waits for its program
 
   // Signals: dispositions the parent ignored would survive exec, and the
   // parent blocked everything around clone; start the program clean.
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
-    struct sigaction action = {};
-    action.sa_handler = SIG_DFL;
-    ::sigaction(sig, &action, nullptr);  // EINVAL for the libc-reserved ones: fine
+    sys::sigaction(sig, SIG_DFL, 0);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) {
+  const sys::SignalSet none = 0;
+  if (sys::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) {
     error.add("sigprocmask(SIG_SETMASK, {})");
     fail(plan, error, SetupStep::kSignals);
   }
 
   for (int i = 0; i < 3; ++i) {
     if (plan.stdioFds[i] < 0) continue;
-    if (::dup2(plan.stdioFds[i], i) < 0) {
+    if (sys::dup2(plan.stdioFds[i], i) < 0) {
       error.add("dup2(").number(plan.stdioFds[i]).add(", ").number(i).add(")");
       fail(plan, error, SetupStep::kStdio);
     }
@@ -422,12 +419,12 @@ void forwardSignal(int sig) noexcept {
   // (prepare()), and copies it held would keep other children's stdin from
   // reaching EOF and the supervisor's exit from being seen; so everything
   // but its own fds goes now, and its own close at exec.
-  if (!closeAllBut(plan, error)) report(plan, error);
-  if (plan.newSession && ::setsid() < 0) {
+  if (!mutation::disabled(mutation::Layer::kFdClosing) && !closeAllBut(plan, error)) report(plan, error);
+  if (plan.newSession && sys::setsid() < 0) {
     error.add("setsid()");
     fail(plan, error, SetupStep::kSession);
   }
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+  if (sys::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
     error.add("prctl(PR_SET_PDEATHSIG, SIGKILL)");
     fail(plan, error, SetupStep::kParentDeath);
   }
@@ -435,22 +432,23 @@ void forwardSignal(int sig) noexcept {
     // The parent may have died before PR_SET_PDEATHSIG took effect: then the
     // read end of the error pipe is closed and the write end polls POLLERR.
     pollfd p = {plan.errorFd, POLLOUT, 0};
-    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) ::_exit(kSetupFailedExit);
+    if (sys::poll(&p, 1, 0) == 1 && (p.revents & POLLERR)) sys::exitGroup(kSetupFailedExit);
   }
-  if (!writeIdMaps(plan.uid, plan.gid, error)) report(plan, error);
-  if (!setSandboxHostname(error)) report(plan, error);
-  if (!bringUpLoopback(error)) report(plan, error);
+  using mutation::disabled, mutation::Layer;  // scripts/mutate: each step without its namespace is left out with it
+  if (!disabled(Layer::kUserNamespace) && !writeIdMaps(plan.uid, plan.gid, error)) report(plan, error);
+  if (!disabled(Layer::kUtsNamespace) && !setSandboxHostname(error)) report(plan, error);
+  if (!disabled(Layer::kNetworkNamespace) && !bringUpLoopback(error)) report(plan, error);
   if (plan.proxyPort && !sendProxyListeners(plan.channelFd, *plan.proxyPort, error)) report(plan, error);
-  if (!applyMounts(*plan.mounts, error)) report(plan, error);
+  if (!disabled(Layer::kMountNamespace) && !applyMounts(*plan.mounts, error)) report(plan, error);
   if (plan.terminal && !openSandboxPty(plan, error)) report(plan, error);
   // The sandbox's root, for the write broker to resolve the child's paths in.
-  const int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const int root = sys::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) {
     error.add("open(\"/\", O_PATH|O_DIRECTORY)");
     fail(plan, error, SetupStep::kMounts);
   }
-  if (!dropCapabilities(error)) report(plan, error);
-  if (!setNoNewPrivs(error)) report(plan, error);
+  if (!disabled(Layer::kCapabilities) && !dropCapabilities(error)) report(plan, error);
+  if (!disabled(Layer::kCapabilities) && !setNoNewPrivs(error)) report(plan, error);
   if (!applyLandlock(*plan.landlock, error)) report(plan, error);
   // The filter's listener goes to the supervisor, which answers the denials
   // and brokers the writes; nothing in the sandbox may keep it (it could
@@ -461,9 +459,9 @@ void forwardSignal(int sig) noexcept {
   const int forSupervisor[] = {listener, root};
   if (!sendFds(plan.channelFd, forSupervisor, SetupStep::kSeccomp, "seccomp listener and root", error))
     report(plan, error);
-  ::close(listener);
-  ::close(root);
-  ::close(plan.channelFd);
+  sys::close(listener);
+  sys::close(root);
+  sys::close(plan.channelFd);
   if (!joinCgroups(plan.cgroupTasks, 3, error)) report(plan, error);
 
   // Built: say so, then wait for the program. Everything from here on runs
@@ -471,8 +469,8 @@ void forwardSignal(int sig) noexcept {
   writeRecord(plan, ChildError{});
   ProgramView program;
   if (!receiveProgram(plan, program, error)) report(plan, error);
-  ::close(plan.commandFd);
-  if (::chdir(program.cwd) != 0) {
+  sys::close(plan.commandFd);
+  if (sys::chdir(program.cwd) != 0) {
     error.add("chdir(").quoted(program.cwd).add(")");
     fail(plan, error, SetupStep::kWorkingDir);
   }

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "platform/linux/raw_syscall.h"
+
 namespace stockade::platform {
 namespace {
 
@@ -83,15 +85,15 @@ UserCounterCaps planUserCounterCaps() {
 
 bool applyUserCounterCaps(int procFd, const UserCounterCaps& caps, ChildError& error) noexcept {
   for (const auto& s : caps.sysctls) {
-    int fd = ::openat(procFd, s.file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || ::write(fd, s.value.data(), s.value.size()) != static_cast<ssize_t>(s.value.size())) {
+    int fd = sys::openat(procFd, s.file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || sys::write(fd, s.value.data(), s.value.size()) != static_cast<ssize_t>(s.value.size())) {
       const int err = errno;
-      if (fd >= 0) ::close(fd);
+      if (fd >= 0) sys::close(fd);
       errno = err;
       error.add(fd < 0 ? "open(\"/proc/" : "write(\"/proc/").add(s.file.c_str()).add("\", ").quoted(s.value.c_str()).add(")");
       return error.fail(SetupStep::kUserCounters);
     }
-    ::close(fd);
+    sys::close(fd);
   }
   return true;
 }

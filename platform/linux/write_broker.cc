@@ -35,6 +35,7 @@
 
 #include "platform/linux/allocation_limit.h"
 #include "platform/linux/kernel_abi.h"
+#include "platform/mutation.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
@@ -565,7 +566,16 @@ WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects
                                          std::optional<std::uint32_t> mode) const {
   std::map<std::string, policy::GitDirContents> contents;
   for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir));
-  return b_.rules_.decide(effects, mode, contents);
+  WriteVerdict v = b_.rules_.decide(effects, mode, contents);
+  if (v.action == WriteVerdict::Action::kRefuse && mutation::disabled(mutation::Layer::kWriteBroker)) {
+    // scripts/mutate: the broker performs what the rules refuse.
+    if (auto tree = b_.rules_.treeOf(effects.front().path)) {
+      v = WriteVerdict{};
+      v.action = WriteVerdict::Action::kPerform;
+      v.tree = *tree;
+    }
+  }
+  return v;
 }
 
 // --- answers ----------------------------------------------------------------

@@ -222,12 +222,19 @@ class MemoryLimitTest : public SandboxLimitTest {
 };
 
 TEST_F(MemoryLimitTest, ATmpfsBalloonIsKilledForTheLimitWhileASmallFileInTheSameTmpFits) {
-  auto small = run({"fill", "/tmp/small", "8"});
+  // Both files are in the sandbox's private /tmp; one that reached the host's
+  // (a build without the mount namespace, scripts/mutate) fails and is removed.
+  // The balloon is bounded (8 times the limit) so that it cannot fill the
+  // host's disk there.
+  std::error_code ignored;
+  auto small = run({"fill", "/tmp/stockade-small", "8"});
+  EXPECT_FALSE(std::filesystem::remove("/tmp/stockade-small", ignored)) << "written to the host's /tmp";
   EXPECT_EQ(small.exitCode, 0) << small.out << small.err;
   EXPECT_EQ(lastCount(small.out, "wrote"), 8) << small.out;
   EXPECT_FALSE(lastEvent("exit").contains("limit")) << lastEvent("exit");
 
-  auto balloon = run({"fill", "/tmp/balloon", "0"});  // until something stops it
+  auto balloon = run({"fill", "/tmp/stockade-balloon", "512"});
+  EXPECT_FALSE(std::filesystem::remove("/tmp/stockade-balloon", ignored)) << "written to the host's /tmp";
   const long wrote = lastCount(balloon.out, "wrote");
   EXPECT_GE(wrote, 8) << "the balloon did not grow: " << balloon.out << balloon.err;
   EXPECT_LE(wrote, 64) << "more tmpfs than limits.memoryBytes";

@@ -158,7 +158,8 @@ Verdict privateTmp(const Context& c) {
 }
 
 std::string privateTmpHostCheck(HostContext&) {
-  return std::filesystem::exists("/tmp/stockade-redteam-tmp") ? "/tmp/stockade-redteam-tmp reached the host's /tmp" : "";
+  std::error_code ignored;  // removed when it is there: nothing of the case stays on the host
+  return std::filesystem::remove("/tmp/stockade-redteam-tmp", ignored) ? "/tmp/stockade-redteam-tmp reached the host's /tmp" : "";
 }
 
 Verdict denyWriteInside(const Context& c) {

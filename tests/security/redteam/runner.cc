@@ -48,6 +48,16 @@ namespace {
 
 std::string identity() { return ::geteuid() == 0 ? "root" : "unprivileged"; }
 
+// The program that runs a case's inside: this binary, or STOCKADE_REDTEAM_CASES,
+// an uninstrumented build of it (scripts/ci/stage-30-asan.sh: an ASan case
+// program could not even start under the policy's memory limit, which an
+// unprivileged run enforces as RLIMIT_AS, below the sanitizer's shadow
+// reservation; the attacker, like sandbox_probe, is never instrumented).
+std::string caseProgram() {
+  const char* cases = std::getenv("STOCKADE_REDTEAM_CASES");
+  return cases && *cases ? cases : "/proc/self/exe";
+}
+
 std::string testBase() {
   const char* base = std::getenv("STOCKADE_TEST_BASE");
   return base && *base ? base : "/var/tmp";
@@ -248,7 +258,7 @@ TEST_P(RedTeam, Holds) {
   writeTree(host.outside + "/target.txt", "OUTSIDE-ORIGINAL\n");
   const std::string self = root + "/bin/redteam";
   std::filesystem::create_directories(root + "/bin");
-  std::filesystem::copy_file("/proc/self/exe", self);
+  std::filesystem::copy_file(caseProgram(), self);
   std::filesystem::permissions(self, std::filesystem::perms(0755));
   if (c.hostSetup) c.hostSetup(host);
 
