@@ -360,6 +360,7 @@ void forwardSignal(int sig) noexcept {
     sys::close(plan.statusFd);
     execProgram(plan, program, error);
   }
+  sys::forgetVforkChildStack();
   const auto pid = static_cast<pid_t>(forked);
   gProgramPid = static_cast<sig_atomic_t>(pid);
   sys::sigprocmask(SIG_SETMASK, &previous, nullptr);
