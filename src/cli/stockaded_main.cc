@@ -27,7 +27,8 @@ Serves stockade's API (docs/api.md) as JSON over HTTP/1.1.
   --listen ADDR             unix:/run/stockade/stockaded.sock (created 0600), or a loopback
                             127.0.0.1:PORT / [::1]:PORT (needs --token-file)
   --token-file FILE         every request but GET /v1/health needs "Authorization: Bearer TOKEN",
-                            TOKEN being the file's first line (the file must be mode 0600)
+                            TOKEN being the file's first line (the file must be mode 0600);
+                            SIGHUP reads it again (a bad file keeps the old token, logged)
   --state-dir DIR           the ledger and the workspaces (created 0700)
   --policy FILE             the widest policy any sandbox may have (default: the bundled default);
                             its relative paths resolve against DIR/workspaces
@@ -156,13 +157,14 @@ int main(int argc, char** argv) {
   if (!error.empty()) return usageError(error);
 
   spdlog::set_pattern("%v");
-  // SIGTERM and SIGINT are taken by sigwait() below, in this thread only:
-  // blocked before any thread starts, so every thread inherits the mask.
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+  // SIGTERM, SIGINT and SIGHUP are taken by sigwait() below, in this thread
+  // only: blocked before any thread starts, so every thread inherits the mask.
+  sigset_t waited;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGTERM);
+  sigaddset(&waited, SIGINT);
+  sigaddset(&waited, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &waited, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
   std::unique_ptr<daemon::Daemon> d;
@@ -179,7 +181,16 @@ int main(int argc, char** argv) {
                                     {"pid", ::getpid()}}
                          .dump());
   int sig = 0;
-  sigwait(&stopSignals, &sig);
+  // SIGHUP: the token file is read again (rotation without a restart).
+  while (sigwait(&waited, &sig) == 0 && sig == SIGHUP) {
+    auto reload = d->reloadToken();
+    if (!reload.error.empty())
+      spdlog::error("{}", nlohmann::json{{"event", "token_reload_failed"}, {"error", reload.error}}.dump());
+    else if (!reload.warning.empty())
+      spdlog::warn("{}", nlohmann::json{{"event", "token_reloaded"}, {"warning", reload.warning}}.dump());
+    else
+      spdlog::info("{}", nlohmann::json{{"event", "token_reloaded"}}.dump());
+  }
   spdlog::info("{}", nlohmann::json{{"event", "stopping"}, {"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}}.dump());
   d->stop();
   return 0;

@@ -43,6 +43,13 @@ void prepareStateDir(const std::string& dir) {
     throw std::runtime_error("--state-dir " + dir + ": writable by group or others; chmod 700 it");
 }
 
+// (st_dev, st_ino) of the file at `path`, nullopt when lstat() fails.
+std::optional<std::pair<dev_t, ino_t>> fileIdentity(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::pair{st.st_dev, st.st_ino};
+}
+
 // One daemon per state dir: two would each "recover" the other's processes.
 platform::UniqueFd lockStateDir(const std::string& dir) {
   std::string path = dir + "/lock";
@@ -92,6 +99,8 @@ struct Daemon::Impl {
   std::optional<SnapshotStore> snapshots;
   std::shared_ptr<Api> api;
   std::unique_ptr<Server> server;
+  // The token file's (st_dev, st_ino) when it was last read.
+  std::optional<std::pair<dev_t, ino_t>> tokenIdentity;
 
   // The collection pass, on a thread of its own.
   std::thread gc;
@@ -127,6 +136,7 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   DaemonOptions& o = impl_->options;
   prepareStateDir(o.stateDir);
   impl_->stateLock = lockStateDir(o.stateDir);
+  if (o.tokenFile) impl_->tokenIdentity = fileIdentity(*o.tokenFile);
   auto opened = ledger::Ledger::open(o.stateDir + "/ledger.db");
   if (auto* e = std::get_if<std::string>(&opened)) throw std::runtime_error("ledger " + *e);
   impl_->ledger = std::move(std::get<std::unique_ptr<ledger::Ledger>>(opened));
@@ -208,6 +218,23 @@ void Daemon::stop() {
 }
 
 ListenAddress Daemon::address() const { return impl_->server->address(); }
+
+Daemon::TokenReload Daemon::reloadToken() {
+  const DaemonOptions& o = impl_->options;
+  if (!o.tokenFile || !o.token) return {"no --token-file was given: there is no token to reload", ""};
+  auto token = readTokenFile(*o.tokenFile);
+  if (auto* e = std::get_if<1>(&token)) return {"--token-file " + *e + "; the previous token stays", ""};
+  impl_->server->replaceToken(std::get<0>(std::move(token)));
+  TokenReload result;
+  auto now = fileIdentity(*o.tokenFile);
+  if (now != impl_->tokenIdentity)
+    result.warning = "--token-file " + *o.tokenFile +
+                     " is another file than the one read before (renamed over it): the sandboxes created before "
+                     "deny reads of it by its identity, and refuse new processes as drift (naming it) until "
+                     "created again; rotate the token by rewriting the file in place";
+  impl_->tokenIdentity = now;
+  return result;
+}
 
 const ledger::RecoveryReport& Daemon::recovery() const { return impl_->recovery; }
 

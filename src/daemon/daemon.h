@@ -52,6 +52,18 @@ class Daemon {
   void start();
   void stop();
   ListenAddress address() const;
+  // Re-reads --token-file and serves the token it holds now (stockaded does
+  // on SIGHUP). On any problem with the file the old token stays and
+  // `error` names the file and the problem; without --token-file there is
+  // nothing to re-read (an error saying so). `warning`: the file is another
+  // file than the one read before (renamed over it): every sandbox admitted
+  // the old one's identity as a denyRead entry and now refuses new processes
+  // as drift, naming it, until it is created again -- rotate by rewriting
+  // the file in place.
+  struct TokenReload {
+    std::string error, warning;
+  };
+  TokenReload reloadToken();
   // What start-up recovery found.
   const ledger::RecoveryReport& recovery() const;
 

@@ -435,6 +435,14 @@ struct Server::Impl {
         workers(static_cast<std::size_t>(options.workerThreads)), acceptor(ioc) {}
 
   ServerOptions options;
+  // options.auth as requests see it: replaced whole by replaceToken(), read
+  // once per request.
+  mutable std::mutex authMu;
+  std::shared_ptr<const AuthPolicy> auth = std::make_shared<const AuthPolicy>(options.auth);
+  std::shared_ptr<const AuthPolicy> currentAuth() const {
+    std::lock_guard lock(authMu);
+    return auth;
+  }
   std::shared_ptr<Handler> handler;
   AccessLog log;
   asio::io_context ioc;
@@ -611,8 +619,9 @@ struct Server::Impl {
       v.refusal = std::move(e);
       return std::move(v);
     };
+    const std::shared_ptr<const AuthPolicy> authNow = currentAuth();
     // 1. Origin: before anything else, for every route (DNS rebinding).
-    if (auto e = checkOrigin(options.auth, header(http::field::origin))) return refuse(*e);
+    if (auto e = checkOrigin(*authNow, header(http::field::origin))) return refuse(*e);
     // 2. The peer of a unix socket: the daemon's own user or root.
     if (c.peer.uid && *c.peer.uid != ::geteuid() && *c.peer.uid != 0)
       return refuse({ApiCode::kPermissionDenied, "uid " + std::to_string(*c.peer.uid) +
@@ -634,7 +643,7 @@ struct Server::Impl {
     const Route& route = *v.request.match.route;
     // 4. The token.
     if (route.access == Access::kToken) {
-      if (auto e = checkToken(options.auth, header(http::field::authorization))) return refuse(*e);
+      if (auto e = checkToken(*authNow, header(http::field::authorization))) return refuse(*e);
     }
     // 5. Limits and the shape of the exchange.
     if (inFlight.load() > options.limits.maxConcurrentRequests)
@@ -1092,6 +1101,14 @@ void Server::stop() {
 }
 
 ListenAddress Server::address() const { return impl_->options.listen; }
+
+void Server::replaceToken(std::string token) {
+  std::lock_guard lock(impl_->authMu);
+  if (!impl_->auth->token) throw std::logic_error("replaceToken(): this server was started without a token");
+  auto next = std::make_shared<AuthPolicy>(*impl_->auth);
+  next->token = std::move(token);
+  impl_->auth = std::move(next);
+}
 
 ServerStats Server::stats() const {
   ServerStats s;

@@ -217,6 +217,11 @@ class Server {
 
   // The address really bound (the port chosen for port 0).
   ListenAddress address() const;
+  // Replaces the bearer token (stockaded's SIGHUP re-reads --token-file): a
+  // request examined from now on needs the new one; one already past its
+  // check goes on. Only a server started with a token has one to replace
+  // (std::logic_error otherwise: a unix socket without a token stays one).
+  void replaceToken(std::string token);
   ServerStats stats() const;
 
  private:

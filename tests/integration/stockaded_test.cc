@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/subprocess.h"
 #include "tests/support/temp_dir.h"
@@ -141,6 +142,73 @@ TEST(StockadedTest, OnLoopbackTcpEveryRequestButHealthNeedsTheToken) {
   EXPECT_EQ(refused.status, 401);
   EXPECT_EQ(json::parse(refused.body)["code"], "unauthorized") << refused.body;
   EXPECT_EQ(d.client().request("GET", "/v1/sandboxes").status, 200);
+}
+
+bool eventuallyStatus(HttpTestClient& c, const Headers& auth, int want) {
+  for (int i = 0; i < 200; ++i) {
+    if (c.request("GET", "/v1/sandboxes", "", auth).status == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(StockadedTest, SighupReadsTheTokenFileAgainAndABadFileKeepsTheOldToken) {
+  TempDir dir;
+  std::ofstream(dir / "baseline.json") << daemonTestPolicy().dump();
+  DaemonProcess::Options o;
+  o.extraArgs = {"--policy", dir / "baseline.json"};
+  DaemonProcess d(dir, o);
+  HttpTestClient c(d.socketPath());
+  const Headers oldAuth = d.authHeaders(), newAuth = {{"Authorization", "Bearer rotated-token-abcdef0123456789"}};
+  auto created = c.request("POST", "/v1/sandboxes", json{{"policy", daemonTestPolicy()}}.dump(), oldAuth);
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string id = json::parse(created.body)["id"];
+  auto logSays = [&](const std::string& what) {
+    for (int i = 0; i < 200; ++i) {
+      if (d.log().find(what) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+
+  // Rewritten in place, then SIGHUP.
+  std::ofstream(d.tokenFile(), std::ios::trunc) << "rotated-token-abcdef0123456789\n";
+  EXPECT_EQ(c.request("GET", "/v1/sandboxes", "", oldAuth).status, 200) << "read only on SIGHUP";
+  ASSERT_EQ(::kill(d.pid(), SIGHUP), 0);
+  EXPECT_TRUE(eventuallyStatus(c, newAuth, 200)) << d.log();
+  auto refused = c.request("GET", "/v1/sandboxes", "", oldAuth);
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(json::parse(refused.body)["code"], "unauthorized") << refused.body;
+  EXPECT_TRUE(logSays(R"("event":"token_reloaded"})")) << d.log();
+  // The sandbox made before the rotation still runs processes.
+  auto ran = c.request("POST", "/v1/sandboxes/" + id + "/processes/run", R"({"argv":["/bin/echo","after"]})", newAuth);
+  ASSERT_EQ(ran.status, 200) << ran.body;
+  EXPECT_EQ(json::parse(ran.body)["stdout"], "after\n") << ran.body;
+
+  // A file others can read is refused: the token stays the rotated one, and the log says why.
+  std::ofstream(d.tokenFile(), std::ios::trunc) << "third-token-abcdef0123456789\n";
+  ASSERT_EQ(::chmod(d.tokenFile().c_str(), 0644), 0);
+  ASSERT_EQ(::kill(d.pid(), SIGHUP), 0);
+  ASSERT_TRUE(logSays("token_reload_failed")) << d.log();
+  EXPECT_NE(d.log().find("chmod 600 it; the previous token stays"), std::string::npos) << d.log();
+  EXPECT_EQ(c.request("GET", "/v1/sandboxes", "", newAuth).status, 200);
+  const Headers thirdAuth = {{"Authorization", "Bearer third-token-abcdef0123456789"}};
+  EXPECT_EQ(c.request("GET", "/v1/sandboxes", "", thirdAuth).status, 401);
+
+  // Renamed over the old file: the new token is served, and the log warns
+  // that the sandboxes admitted the old file (their processes are refused as
+  // drift, naming it, which the rename itself caused).
+  const std::string next = dir / "token.next";
+  std::ofstream(next) << "fourth-token-abcdef0123456789\n";
+  ASSERT_EQ(::chmod(next.c_str(), 0600), 0);
+  ASSERT_EQ(::rename(next.c_str(), d.tokenFile().c_str()), 0);
+  ASSERT_EQ(::kill(d.pid(), SIGHUP), 0);
+  const Headers fourthAuth = {{"Authorization", "Bearer fourth-token-abcdef0123456789"}};
+  EXPECT_TRUE(eventuallyStatus(c, fourthAuth, 200)) << d.log();
+  EXPECT_TRUE(logSays("rotate the token by rewriting the file in place")) << d.log();
+  auto drift = c.request("POST", "/v1/sandboxes/" + id + "/processes/run", R"({"argv":["/bin/true"]})", fourthAuth);
+  EXPECT_EQ(json::parse(drift.body)["code"], "E_SANDBOX_POLICY_DRIFT") << drift.body;
+  EXPECT_EQ(d.stop(), 0) << "SIGHUP never stops the daemon";
 }
 
 // What every daemon test relies on for a clean host: a test binary killed
