@@ -18,8 +18,10 @@
 //               (denyWrite, mandatory denies, protected names: no mount
 //               inside a brokered tree is needed for them). allowWrite "/"
 //               (allowWriteSystemPaths) makes the host root itself brokered.
-//   read-only   denyWrite entries where the child writes with rights of its
-//               own (the private /tmp), and /proc's knobs, bound read-only
+//   read-only   /proc's kernel-wide knobs, and any write-denied path in the
+//               sandbox's /proc, bound read-only. Nowhere else: in a brokered
+//               tree the broker refuses a denied write by name, and the
+//               private /tmp and /dev hold no host object a rule protects
 //   masks       an empty read-only tmpfs over every read-denied directory and
 //               an empty read-only file (from a private tmpfs, never the host)
 //               over every read-denied file; allowRead carve-outs bound back
