@@ -1124,7 +1124,7 @@ const WriteBroker::RowTable& WriteBroker::rowsFor(const SeccompOptions& options)
 }
 
 WriteBroker::WriteBroker(const DerivedRules& rules, policy::WriteRules writeRules, const SeccompOptions& options)
-    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes), rows_(rowsFor(options)) {}
+    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes), options_(options) {}
 
 std::variant<std::shared_ptr<WriteBroker>, std::string> WriteBroker::open(const DerivedRules& rules,
                                                                            policy::WriteRules writeRules,
@@ -1169,15 +1169,16 @@ WriteBroker::Answer WriteBroker::answer(int listener, const seccomp_notif& n) co
     deny.denial = std::move(d);
     return deny;
   }
-  auto rows = rows_.find(n.data.nr);
+  const RowTable& table = rowsFor(options_);
+  auto rows = table.find(n.data.nr);
   // The table's EPERM rows come first, whatever else the call would be.
-  if (rows != rows_.end())
+  if (rows != table.end())
     for (const auto& rule : rows->second.denials)
       if (seccompMatches(rule, args)) {
         deny.denial = std::move(d);
         return deny;
       }
-  if (rows == rows_.end() || !rows->second.brokered) {
+  if (rows == table.end() || !rows->second.brokered) {
     deny.denial = std::move(d);  // trapped, yet in no row: fail closed
     return deny;
   }
