@@ -580,22 +580,6 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
   if (workspace.aliased())
     plan.ops.push_back({Kind::kWorkspace, std::string(WorkspaceMount::kMountPoint), workspace.host});
 
-  // Where the host mounts a brokered tree read-only (checkCoverage() names
-  // each): the mount holding the tree, and the mounts beneath it.
-  const std::vector<std::string> trees = plan.brokeredTrees();
-  for (const auto& t : trees) {
-    struct statvfs st;
-    if (::statvfs(std::string(t).c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) plan.readOnlyHost.emplace_back(t);
-  }
-  auto belowATree = [&](std::string_view p) {
-    return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
-  };
-  if (!trees.empty())
-    for (auto& m : currentMounts())
-      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
-          std::find(plan.readOnlyHost.begin(), plan.readOnlyHost.end(), m.mountPoint) == plan.readOnlyHost.end())
-        plan.readOnlyHost.push_back(std::move(m.mountPoint));
-
   std::size_t slots = 0;
   for (std::size_t i = 0; i < plan.ops.size(); ++i) {
     Op& op = plan.ops[i];
@@ -611,6 +595,25 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
   plan.userCounters = planUserCounterCaps();
   plan.ptsOptions = "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(plan.userCounters.ptys);
   return plan;
+}
+
+std::vector<std::string> readOnlyHostMounts(const MountPlan& plan) {
+  // The mount holding each brokered tree, and the mounts beneath it.
+  std::vector<std::string> out;
+  const std::vector<std::string> trees = plan.brokeredTrees();
+  for (const auto& t : trees) {
+    struct statvfs st;
+    if (::statvfs(t.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) out.push_back(t);
+  }
+  auto belowATree = [&](std::string_view p) {
+    return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
+  };
+  if (!trees.empty())
+    for (auto& m : currentMounts())
+      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
+          std::find(out.begin(), out.end(), m.mountPoint) == out.end())
+        out.push_back(std::move(m.mountPoint));
+  return out;
 }
 
 std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physicalBytes) noexcept {

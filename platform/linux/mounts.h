@@ -135,6 +135,8 @@ struct MountPlan {
   // writes still give EROFS: a brokered tree's (or the brokered root's) path
   // when the mount holding it is read-only (statvfs ST_RDONLY), and every
   // read-only mount point beneath one (the binds carry their submounts).
+  // Only the coverage check reads it: readOnlyHostMounts() fills it there,
+  // off the path to clone (it reads the host's mount table).
   std::vector<std::string> readOnlyHost;
   // Scratch for the child (one slot per kBrokered and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
@@ -180,6 +182,9 @@ MountView viewAt(const MountPlan& plan, std::string_view path);
 
 // `workspace`: shown at /workspace as well (WorkspaceMount).
 MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace = {});
+
+// MountPlan::readOnlyHost of `plan`, from the host's mount table now.
+std::vector<std::string> readOnlyHostMounts(const MountPlan& plan);
 
 // Pure: the size of the private /tmp and of /dev/shm -- limits.memoryBytes
 // when set (the memory cgroup bounds them together; without one each is

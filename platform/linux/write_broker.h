@@ -57,7 +57,7 @@ class WriteBroker {
  public:
   // Parent side, before clone (allocates): the rules' write part, compiled
   // for the trees the mount plan brokers (sandbox_plan.h: SandboxPlan::
-  // writeRules, which the coverage check has asked), and every brokered tree
+  // writeRules, which the coverage check asks), and every brokered tree
   // opened (O_PATH, no symlink followed) -- the objects the mount layer
   // binds read-only into the sandbox, so the broker writes where the child
   // looks. `workspace`: the sandbox shows it at /workspace too; a name the
@@ -72,6 +72,8 @@ class WriteBroker {
   // aligned; -1 for a tree that does not exist on the host.
   const std::vector<std::string>& trees() const noexcept { return rules_.trees(); }
   std::vector<int> treeFds() const;
+  // The decision it makes (the coverage check asks it).
+  const policy::WriteRules& writeRules() const noexcept { return rules_; }
 
   // The sandbox's root directory, sent by the child once its mounts are
   // built. Until then every brokered call is refused (EPERM).
