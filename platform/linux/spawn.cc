@@ -1,7 +1,9 @@
 // prepare()/launch()/spawn(): the parent prepares everything that allocates
-// (mount plan, Landlock plan, compiled seccomp program), then clone3()s. The
-// child builds the sandbox, reports ready, and waits for its program on the
-// command socket: argv, env and cwd, which it maps into memory of its own.
+// (mount plan, Landlock plan, compiled seccomp program), then clone3()s, and
+// checks the plan's coverage while the child builds the sandbox, reports
+// ready, and waits for its program on the command socket: argv, env and cwd,
+// which it maps into memory of its own (sent only to a sandbox the check
+// passed).
 //
 // ASYNC-SIGNAL-SAFE from childMain() down: the child runs in a copy of a
 // possibly multi-threaded parent, so between clone and exec it calls only
@@ -624,7 +626,8 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   // The coverage check (coverage.h), once: a refusal before the program is
   // sent, naming each entry the plan would not enforce -- or, with
   // OnMissingLayer::kRefuse, the first degradation. Asked first as well when
-  // a step before the clone fails: the entry it names says more than the step.
+  // the cgroup or the clone fails: the entry it names says more than the step.
+  // (Not when the broker cannot open a tree: the broker has its rules then.)
   const policy::WriteRules* brokerRules = plan.writeRules ? &*plan.writeRules : nullptr;
   bool checked = false;
   auto refusal = [&]() -> std::optional<SpawnError> {
@@ -662,7 +665,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   auto broker = WriteBroker::open(
       request.rules, plan.writeRules ? std::move(*plan.writeRules) : policy::WriteRules(request.rules, {}, {}),
       plan.seccomp, plan.mounts.workspace);
-  if (auto* e = std::get_if<std::string>(&broker)) return failed(parentError(SetupStep::kPrepare, "", 0, *e));
+  if (auto* e = std::get_if<std::string>(&broker)) return parentError(SetupStep::kPrepare, "", 0, *e);
   child.broker = std::move(std::get<std::shared_ptr<WriteBroker>>(broker));
   if (brokerRules) brokerRules = &child.broker->writeRules();
   plan.mounts.writableFds = child.broker->treeFds();
