@@ -105,7 +105,8 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
   if (r.pty) watch.onOutput = [](LogChannel, std::string_view bytes) { writeAll(STDOUT_FILENO, bytes); };
   const std::string id = "run-" + std::to_string(::getpid());
   auto launched = runtime.launcher.launch(LaunchRequest{.rules = r.rules,
-                                                        .fingerprint = r.rules.fingerprint(),
+                                                        // (only audit events carry it: a digest of every rule)
+                                                        .fingerprint = runtime.audit.wanted() ? r.rules.fingerprint() : "",
                                                         .program = std::move(r.program),
                                                         .output = r.pty ? Output::kPty : Output::kInherit,
                                                         .stdin = StdinMode::kOpen,
