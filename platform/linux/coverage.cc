@@ -133,13 +133,15 @@ class Checker {
                                           " read-only, so the child could not write it either: remount it "
                                           "read-write, or drop it from the policy");
         } else if (own) {  // the sandbox's own objects (/dev/null, TMPDIR): writable, whatever provides them
-          if (v.source == Source::kEmpty && v.op && within(*own, v.op->path))
-            uncovered(entry("filesystem.defaultWrite", *own),
-                      "hidden by the mask for filesystem.denyRead " + policy::quote(v.op->path) +
-                          "; every sandbox needs its default write paths: deny narrower paths instead");
-          else if (v.source == Source::kEmpty && v.op)
-            ;  // a read-denied path beneath one (a project in /tmp): masked read-only, as denyRead wins
-          else if (!(v.writable || v.brokered) || v.source == Source::kEmpty)
+          if (v.source == Source::kEmpty && v.op) {
+            // A mask over the default write path itself (or above it) hides
+            // it; one over a read-denied path beneath it (a project in /tmp)
+            // is read-only, as denyRead wins.
+            if (within(*own, v.op->path))
+              uncovered(entry("filesystem.defaultWrite", *own),
+                        "hidden by the mask for filesystem.denyRead " + policy::quote(v.op->path) +
+                            "; every sandbox needs its default write paths: deny narrower paths instead");
+          } else if (!(v.writable || v.brokered) || v.source == Source::kEmpty)
             uncovered(entry("filesystem.defaultWrite", *own),
                       "not writable in the sandbox (" + shown(mounts, v) + ")");
           else if (v.brokered)

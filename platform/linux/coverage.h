@@ -1,4 +1,6 @@
-// checkCoverage(): the one check between planning a sandbox and cloning it.
+// checkCoverage(): the one check between planning a sandbox and handing its
+// init the program (spawn() makes it while the init builds the sandbox;
+// sandbox_plan.h: checkSandboxPlan()).
 //
 // Every entry of the DerivedRules must be honoured by the enforcement plan:
 // each read-denied path masked (no host object under it visible unless an

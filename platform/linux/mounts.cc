@@ -30,7 +30,7 @@ namespace abi = linux_abi;
 
 constexpr const char* kStage = "/tmp";             // private tmpfs in the child's namespace
 constexpr const char* kNewRoot = "/tmp/root";      // the child's future "/"
-constexpr const char* kEmptyFile = "/tmp/empty";   // source of file masks
+constexpr const char* kEmptyFile = "/tmp/empty";   // source of file masks: bound read-only over itself
 // Mount data of the tmpfs mounts that hold only empty files, directories and
 // symlinks (mounts.h); the private /tmp and /dev/shm use MountPlan::tmpOptions.
 constexpr const char* kSmallTmpfs = "mode=0755,size=4k";
@@ -214,6 +214,20 @@ bool mountAt(const char* source, int targetFd, const char* shownTarget, const ch
   return true;
 }
 
+// Binds the object `sourceFd` holds (O_PATH) at `targetFd`, keeping the
+// attributes of the mount it is on: one mount(MS_BIND) where open_tree(),
+// mount_setattr() and move_mount() take three.
+bool bindAt(int sourceFd, int targetFd, const char* shownSource, ChildError& error) noexcept {
+  char source[40], target[40];
+  fdPath(sourceFd, source);
+  fdPath(targetFd, target);
+  if (sys::mount(source, target, nullptr, MS_BIND, nullptr) != 0) {
+    error.add("mount(").quoted(shownSource).add(", MS_BIND)");
+    return error.fail(SetupStep::kMounts);
+  }
+  return true;
+}
+
 bool isDir(int fd) noexcept {
   struct stat st;
   return sys::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
@@ -273,7 +287,10 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
   // The tmpfs is fresh and private to this mount namespace, so each entry is
   // created straight in it with O_EXCL|O_NOFOLLOW (no name can be a planted
   // symlink: an existing name fails with EEXIST) and that very inode is the
-  // mount target, instead of a path lookup from the new root per node.
+  // mount target, instead of a path lookup from the new root per node. Each
+  // host node (looked up without following symlinks) is bound with one
+  // mount(); the read-only, nosuid, noexec attributes are set on them all at
+  // once below, with /dev's own.
   static const char* const kNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   for (const char* node : kNodes) {
     ChildError text;  // a bounded string builder with no libc
@@ -283,14 +300,12 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
       error.add("openat(\"/dev\", ").quoted(node).add(", O_CREAT|O_EXCL|O_NOFOLLOW, 0444)");
       return error.fail(SetupStep::kMounts);
     }
-    // Read-only: the device stays writable (a device node's writes do not
-    // need a writable mount), its inode -- the host's -- cannot be changed.
-    Fd device(cloneHostTree(hostPath, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, error));
+    Fd device(abi::openat2(AT_FDCWD, hostPath, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
     if (device.fd < 0) {
-      if (error.error == 0) error.add("open_tree(").quoted(hostPath).add("): missing on the host");
+      error.add("openat2(").quoted(hostPath).add(", O_PATH, RESOLVE_NO_SYMLINKS)");
       return error.fail(SetupStep::kMounts);
     }
-    if (!attach(device.fd, placeholder.fd, hostPath, error)) return false;
+    if (!bindAt(device.fd, placeholder.fd, hostPath, error)) return false;
   }
   // As above, for the two directories.
   auto subdir = [&](const char* name) -> int {
@@ -308,11 +323,8 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
   };
   Fd pts(subdir("pts"));
   if (pts.fd < 0) return false;
-  if (!mountAt("devpts", pts.fd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, ptsOptions, error))
-    return false;
   Fd shm(subdir("shm"));
   if (shm.fd < 0) return false;
-  if (!mountAt("tmpfs", shm.fd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, shmOptions, error)) return false;
   static const char* const kLinks[][2] = {{"pts/ptmx", "ptmx"},        {"/proc/self/fd", "fd"},
                                           {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
                                           {"/proc/self/fd/2", "stderr"}};
@@ -322,7 +334,14 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
       return error.fail(SetupStep::kMounts);
     }
   }
-  return setAttr(top.fd, "/dev", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false, error);
+  // /dev and the nodes bound in it: read-only (a device stays writable -- a
+  // device node's writes do not need a writable mount -- but its inode, the
+  // host's, cannot be changed), nosuid, noexec. Before devpts and /dev/shm
+  // are mounted, which stay writable.
+  if (!setAttr(top.fd, "/dev", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, true, error)) return false;
+  if (!mountAt("devpts", pts.fd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, ptsOptions, error))
+    return false;
+  return mountAt("tmpfs", shm.fd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, shmOptions, error);
 }
 
 }  // namespace
@@ -561,22 +580,6 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
   if (workspace.aliased())
     plan.ops.push_back({Kind::kWorkspace, std::string(WorkspaceMount::kMountPoint), workspace.host});
 
-  // Where the host mounts a brokered tree read-only (checkCoverage() names
-  // each): the mount holding the tree, and the mounts beneath it.
-  const std::vector<std::string> trees = plan.brokeredTrees();
-  for (const auto& t : trees) {
-    struct statvfs st;
-    if (::statvfs(std::string(t).c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) plan.readOnlyHost.emplace_back(t);
-  }
-  auto belowATree = [&](std::string_view p) {
-    return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
-  };
-  if (!trees.empty())
-    for (auto& m : currentMounts())
-      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
-          std::find(plan.readOnlyHost.begin(), plan.readOnlyHost.end(), m.mountPoint) == plan.readOnlyHost.end())
-        plan.readOnlyHost.push_back(std::move(m.mountPoint));
-
   std::size_t slots = 0;
   for (std::size_t i = 0; i < plan.ops.size(); ++i) {
     Op& op = plan.ops[i];
@@ -592,6 +595,25 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
   plan.userCounters = planUserCounterCaps();
   plan.ptsOptions = "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(plan.userCounters.ptys);
   return plan;
+}
+
+std::vector<std::string> readOnlyHostMounts(const MountPlan& plan) {
+  // The mount holding each brokered tree, and the mounts beneath it.
+  std::vector<std::string> out;
+  const std::vector<std::string> trees = plan.brokeredTrees();
+  for (const auto& t : trees) {
+    struct statvfs st;
+    if (::statvfs(t.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) out.push_back(t);
+  }
+  auto belowATree = [&](std::string_view p) {
+    return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
+  };
+  if (!trees.empty())
+    for (auto& m : currentMounts())
+      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
+          std::find(out.begin(), out.end(), m.mountPoint) == out.end())
+        out.push_back(std::move(m.mountPoint));
+  return out;
 }
 
 std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physicalBytes) noexcept {
@@ -664,10 +686,27 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
     error.add("mkdir(\"/tmp/root\", 0755)");
     return error.fail(SetupStep::kMounts);
   }
+  // The source of every file mask: an empty file, bound read-only over
+  // itself once, so that each mask is one bind that keeps its attributes.
+  Fd emptyFile(-1);
   {
     Fd empty(sys::open(kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
     if (empty.fd < 0) {
       error.add("open(\"/tmp/empty\", O_CREAT|O_EXCL, 0444)");
+      return error.fail(SetupStep::kMounts);
+    }
+    Fd tree(abi::openTree(empty.fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (tree.fd < 0) {
+      error.add("open_tree(\"/tmp/empty\", OPEN_TREE_CLONE)");
+      return error.fail(SetupStep::kMounts);
+    }
+    if (!setAttr(tree.fd, kEmptyFile, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                 false, error) ||
+        !attach(tree.fd, empty.fd, kEmptyFile, error))
+      return false;
+    emptyFile.fd = sys::open(kEmptyFile, O_PATH | O_NOFOLLOW | O_CLOEXEC);  // the read-only bind
+    if (emptyFile.fd < 0) {
+      error.add("open(\"/tmp/empty\", O_PATH) after binding it read-only");
       return error.fail(SetupStep::kMounts);
     }
   }
@@ -718,15 +757,7 @@ bool applyMounts(const MountPlan& plan, ChildError& error) noexcept {
       unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (keepWritable ? 0 : MS_RDONLY);
       return mountAt("tmpfs", target.fd, p, "tmpfs", flags, kSmallTmpfs, error);
     }
-    Fd empty(abi::openTree(AT_FDCWD, kEmptyFile, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
-    if (empty.fd < 0) {
-      error.add("open_tree(\"/tmp/empty\", OPEN_TREE_CLONE)");
-      return error.fail(SetupStep::kMounts);
-    }
-    if (!setAttr(empty.fd, p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                 false, error))
-      return false;
-    return attach(empty.fd, target.fd, p, error);
+    return bindAt(emptyFile.fd, target.fd, p, error);
   };
   // A host tree cloned in step 2, attached at its path (made in a tmpfs when missing).
   auto bindClone = [&](int clone, const char* p) -> bool {

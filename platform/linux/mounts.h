@@ -18,8 +18,10 @@
 //               (denyWrite, mandatory denies, protected names: no mount
 //               inside a brokered tree is needed for them). allowWrite "/"
 //               (allowWriteSystemPaths) makes the host root itself brokered.
-//   read-only   denyWrite entries where the child writes with rights of its
-//               own (the private /tmp), and /proc's knobs, bound read-only
+//   read-only   /proc's kernel-wide knobs, and any write-denied path in the
+//               sandbox's /proc, bound read-only. Nowhere else: in a brokered
+//               tree the broker refuses a denied write by name, and the
+//               private /tmp and /dev hold no host object a rule protects
 //   masks       an empty read-only tmpfs over every read-denied directory and
 //               an empty read-only file (from a private tmpfs, never the host)
 //               over every read-denied file; allowRead carve-outs bound back
@@ -133,6 +135,8 @@ struct MountPlan {
   // writes still give EROFS: a brokered tree's (or the brokered root's) path
   // when the mount holding it is read-only (statvfs ST_RDONLY), and every
   // read-only mount point beneath one (the binds carry their submounts).
+  // Only the coverage check reads it: readOnlyHostMounts() fills it there,
+  // off the path to clone (it reads the host's mount table).
   std::vector<std::string> readOnlyHost;
   // Scratch for the child (one slot per kBrokered and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
@@ -178,6 +182,9 @@ MountView viewAt(const MountPlan& plan, std::string_view path);
 
 // `workspace`: shown at /workspace as well (WorkspaceMount).
 MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace = {});
+
+// MountPlan::readOnlyHost of `plan`, from the host's mount table now.
+std::vector<std::string> readOnlyHostMounts(const MountPlan& plan);
 
 // Pure: the size of the private /tmp and of /dev/shm -- limits.memoryBytes
 // when set (the memory cgroup bounds them together; without one each is

@@ -95,6 +95,13 @@ std::vector<std::string> landlockWritable(const DerivedRules& rules, const Mount
 
 SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
                         const WorkspaceMount& workspace) {
+  SandboxPlan plan = planUncheckedSandbox(rules, proxyPort, workspace);
+  checkSandboxPlan(rules, proxyPort, plan.writeRules ? &*plan.writeRules : nullptr, plan);
+  return plan;
+}
+
+SandboxPlan planUncheckedSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
+                                 const WorkspaceMount& workspace) {
   SandboxPlan plan;
   plan.mounts = planMounts(rules, workspace);
   plan.cgroups = cgroupsFor(rules);
@@ -152,14 +159,19 @@ SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> 
   plan.cgroupLimits = {.pids = inCgroup(r.pidsLimit) ? limits.pids : 0,
                        .memoryBytes = inCgroup(r.memoryLimit) ? limits.memoryBytes : 0,
                        .cpuSeconds = inCgroup(r.cpuLimit) ? limits.cpuSeconds : 0};
+  return plan;
+}
 
-  const EnforcementPlan enforcement{plan.mounts,  plan.landlock, plan.seccomp,      proxyPort,
-                                    plan.limits,  r.pidsLimit,    r.memoryLimit,     r.cpuLimit,
-                                    plan.cgroupLimits, r.degradations, plan.writeRules ? &*plan.writeRules : nullptr};
+void checkSandboxPlan(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
+                      const policy::WriteRules* broker, SandboxPlan& plan) {
+  EnforcementReport& r = plan.report;
+  plan.mounts.readOnlyHost = readOnlyHostMounts(plan.mounts);
+  const EnforcementPlan enforcement{plan.mounts,  plan.landlock, plan.seccomp,  proxyPort,
+                                    plan.limits,  r.pidsLimit,    r.memoryLimit, r.cpuLimit,
+                                    plan.cgroupLimits, r.degradations, broker};
   Coverage coverage = checkCoverage(rules, enforcement);
   for (const auto& g : coverage.degraded) r.degradations.push_back(g.text());
   plan.uncovered = std::move(coverage.uncovered);
-  return plan;
 }
 
 }  // namespace stockade::platform

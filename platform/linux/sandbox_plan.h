@@ -81,9 +81,24 @@ struct SandboxPlan {
 };
 
 // `proxyPort`: the proxy's listeners are made in the sandbox (spawn.h);
-// `workspace`: shown at /workspace (mounts.h).
+// `workspace`: shown at /workspace (mounts.h). planUncheckedSandbox() and
+// then checkSandboxPlan() with the plan's own writeRules.
 SandboxPlan planSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
                         const WorkspaceMount& workspace = {});
+
+// The plan without its coverage check: `uncovered` empty, `report` without
+// the plan's degradations. spawn() clones the sandbox's init with it and
+// makes the check while the init builds the sandbox: the init waits for its
+// program, which is sent only once the check has passed (a refused spawn
+// kills the init first).
+SandboxPlan planUncheckedSandbox(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
+                                 const WorkspaceMount& workspace = {});
+// The coverage check of `plan` (coverage.h): fills mounts.readOnlyHost and
+// `uncovered`, and appends the plan's degradations to `report`. `broker`: the write broker's rules
+// (the plan's writeRules, or the broker's made from them); nullptr: no
+// broker can run. Once per plan.
+void checkSandboxPlan(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
+                      const policy::WriteRules* broker, SandboxPlan& plan);
 
 // The paths Landlock grants write rights beneath: where the child writes with
 // rights of its own -- the writable rule entries the mount plan shows as the

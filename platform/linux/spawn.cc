@@ -1,7 +1,9 @@
 // prepare()/launch()/spawn(): the parent prepares everything that allocates
-// (mount plan, Landlock plan, compiled seccomp program), then clone3()s. The
-// child builds the sandbox, reports ready, and waits for its program on the
-// command socket: argv, env and cwd, which it maps into memory of its own.
+// (mount plan, Landlock plan, compiled seccomp program), then clone3()s, and
+// checks the plan's coverage while the child builds the sandbox, reports
+// ready, and waits for its program on the command socket: argv, env and cwd,
+// which it maps into memory of its own (sent only to a sandbox the check
+// passed).
 //
 // ASYNC-SIGNAL-SAFE from childMain() down: the child runs in a copy of a
 // possibly multi-threaded parent, so between clone and exec it calls only
@@ -618,41 +620,55 @@ bool PreparedSandbox::matchesHost() const { return host_.unchanged(); }
 std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRequest& request, bool keep) {
   PreparedSandbox sandbox;
   Child& child = sandbox.child_;
-  SandboxPlan plan = planSandbox(request.rules, request.proxyPort, WorkspaceMount{request.workspace});
-  if (!plan.uncovered.empty()) {
-    std::string gaps;
-    for (const auto& g : plan.uncovered) gaps += (gaps.empty() ? "" : "; ") + g.text();
-    return parentError(SetupStep::kCoverage, "", 0, "refusing to run: the sandbox would not enforce " + gaps);
-  }
-  sandbox.mounts_ = std::move(plan.mounts);
-  child.enforcement = std::move(plan.report);
-  if (!child.enforcement.degradations.empty() && request.onMissingLayer == OnMissingLayer::kRefuse)
-    return parentError(SetupStep::kPrepare, "", 0,
-                       "refusing to run weaker than the rules: " + child.enforcement.degradations.front());
+  // The plan stays here until the init is cloned (the init has its own copy
+  // of it), and is checked while the init builds the sandbox.
+  SandboxPlan plan = planUncheckedSandbox(request.rules, request.proxyPort, WorkspaceMount{request.workspace});
+  // The coverage check (coverage.h), once: a refusal before the program is
+  // sent, naming each entry the plan would not enforce -- or, with
+  // OnMissingLayer::kRefuse, the first degradation. Asked first as well when
+  // the cgroup or the clone fails: the entry it names says more than the step.
+  // (Not when the broker cannot open a tree: the broker has its rules then.)
+  const policy::WriteRules* brokerRules = plan.writeRules ? &*plan.writeRules : nullptr;
+  bool checked = false;
+  auto refusal = [&]() -> std::optional<SpawnError> {
+    if (!checked) checkSandboxPlan(request.rules, request.proxyPort, brokerRules, plan);
+    checked = true;
+    if (!plan.uncovered.empty()) {
+      std::string gaps;
+      for (const auto& g : plan.uncovered) gaps += (gaps.empty() ? "" : "; ") + g.text();
+      return parentError(SetupStep::kCoverage, "", 0, "refusing to run: the sandbox would not enforce " + gaps);
+    }
+    if (!plan.report.degradations.empty() && request.onMissingLayer == OnMissingLayer::kRefuse)
+      return parentError(SetupStep::kPrepare, "", 0,
+                         "refusing to run weaker than the rules: " + plan.report.degradations.front());
+    return std::nullopt;
+  };
+  auto failed = [&](SpawnError error) -> SpawnError { return refusal().value_or(std::move(error)); };
 
   // --- everything that allocates happens here, before clone ---
   std::vector<UniqueFd> cgroupTasks;  // cgroup v1: joined by the child itself
   if (plan.cgroupLimits.any()) {
     auto prepared = prepareSandboxCgroup(*plan.cgroups, plan.cgroupLimits);
-    if (auto* e = std::get_if<std::string>(&prepared)) return parentError(SetupStep::kCgroup, "", 0, *e);
+    if (auto* e = std::get_if<std::string>(&prepared)) return failed(parentError(SetupStep::kCgroup, "", 0, *e));
     auto& [cgroup, tasks] = std::get<PreparedCgroup>(prepared);
-    child.enforcement.pidsCgroup = cgroup.pathOf(CgroupController::kPids);
-    child.enforcement.memoryCgroup = cgroup.pathOf(CgroupController::kMemory);
-    child.enforcement.cpuCgroup = cgroup.pathOf(CgroupController::kCpu);
+    plan.report.pidsCgroup = cgroup.pathOf(CgroupController::kPids);
+    plan.report.memoryCgroup = cgroup.pathOf(CgroupController::kMemory);
+    plan.report.cpuCgroup = cgroup.pathOf(CgroupController::kCpu);
     child.cgroup = std::move(cgroup);
     cgroupTasks = std::move(tasks);
   }
   const LandlockPlan& landlock = plan.landlock;
-  // The broker the coverage check counted on: its rules, the trees the
-  // mount plan brokers, and their descriptors. (Without one the check has
-  // refused every brokered entry: this one serves no tree, and answers the
-  // filter's other notifications.)
+  // The broker the coverage check counts on: its rules, the trees the mount
+  // plan brokers, and their descriptors. (Without one the check refuses
+  // every brokered entry: this one serves no tree, and answers the filter's
+  // other notifications.)
   auto broker = WriteBroker::open(
       request.rules, plan.writeRules ? std::move(*plan.writeRules) : policy::WriteRules(request.rules, {}, {}),
-      plan.seccomp, sandbox.mounts_.workspace);
+      plan.seccomp, plan.mounts.workspace);
   if (auto* e = std::get_if<std::string>(&broker)) return parentError(SetupStep::kPrepare, "", 0, *e);
   child.broker = std::move(std::get<std::shared_ptr<WriteBroker>>(broker));
-  sandbox.mounts_.writableFds = child.broker->treeFds();
+  if (brokerRules) brokerRules = &child.broker->writeRules();
+  plan.mounts.writableFds = child.broker->treeFds();
 
   int errorPipe[2];
   if (::pipe2(errorPipe, O_CLOEXEC) != 0)
@@ -697,7 +713,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   childPlan.channelFd = channelChild.get();
   childPlan.commandFd = commandChild.get();
   for (std::size_t i = 0; i < cgroupTasks.size() && i < 3; ++i) childPlan.cgroupTasks[i] = cgroupTasks[i].get();
-  childPlan.treeFds = sandbox.mounts_.writableFds;
+  childPlan.treeFds = plan.mounts.writableFds;
   for (int i = 0; i < 3; ++i) childPlan.stdioFds[i] = childStdio[i].get();
   childPlan.newSession = request.newSession;
   childPlan.terminal = request.stdio == Stdio::kTerminal;
@@ -706,15 +722,15 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   childPlan.uid = ::geteuid();
   childPlan.gid = ::getegid();
   childPlan.proxyPort = request.proxyPort;
-  childPlan.mounts = &sandbox.mounts_;
+  childPlan.mounts = &plan.mounts;
   childPlan.landlock = &landlock;
   childPlan.seccomp = &seccompProgram(plan.seccomp);
   childPlan.limits = plan.limits;
-  if (keep) sandbox.host_ = HostSnapshot::take(sandbox.mounts_);
+  if (keep) sandbox.host_ = HostSnapshot::take(plan.mounts);
 
   int pidfd = -1;
   abi::CloneArgs args;
-  args.flags = CLONE_PIDFD | namespaceCloneFlags(child.enforcement.cgroupNamespace);
+  args.flags = CLONE_PIDFD | namespaceCloneFlags(plan.report.cgroupNamespace);
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exitSignal = SIGCHLD;
   if (child.cgroup.cgroup2DirFd() >= 0) {
@@ -732,17 +748,32 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
     std::string into;
     for (auto c : {CgroupController::kPids, CgroupController::kMemory, CgroupController::kCpu})
       if (child.cgroup.mechanismOf(c) == LimitMechanism::kCgroup2) into = child.cgroup.pathOf(c);
-    return parentError(SetupStep::kClone, "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
-                                          "CLONE_NEWIPC|CLONE_NEWUTS" +
-                                              std::string(child.enforcement.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
-                                              (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + into + "\")" : ")"),
-                       err);
+    return failed(parentError(SetupStep::kClone,
+                              "clone3(CLONE_PIDFD|CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|"
+                              "CLONE_NEWIPC|CLONE_NEWUTS" +
+                                  std::string(plan.report.cgroupNamespace ? "|CLONE_NEWCGROUP" : "") +
+                                  (args.cgroup ? "|CLONE_INTO_CGROUP, \"" + into + "\")" : ")"),
+                              err));
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd.reset(pidfd);
+  // The child's ends are the child's now: EOF on the pipes means its end.
+  errorWrite.reset();
+  statusWrite.reset();
+  commandChild.reset();
+  channelChild.reset();
+  for (auto& fd : childStdio) fd.reset();
+  // The init builds the sandbox meanwhile, then waits for its program: none
+  // is sent to a sandbox the check refuses.
+  if (auto refused = refusal()) {
+    sandbox.discard();
+    return std::move(*refused);
+  }
+  sandbox.mounts_ = std::move(plan.mounts);
+  child.enforcement = std::move(plan.report);
   sandbox.proxy_ = request.proxyPort.has_value();
   sandbox.terminal_ = request.stdio == Stdio::kTerminal;
-  return sandbox;  // the child's ends close here
+  return sandbox;
 }
 
 std::optional<SpawnError> PreparedSandbox::awaitReady() {

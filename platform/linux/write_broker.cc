@@ -276,6 +276,20 @@ class BrokeredCallHandler {
   // Reads a path argument: nullopt with `answer` set when it cannot be read.
   std::optional<Name> pathArg(std::int8_t dirfdIndex, std::int8_t pathIndex, bool follow, Answer& answer,
                               bool emptyIsObject = false, bool dotIsObject = false) const;
+  // The call's path argument (its dirfd and path) and the place it names in
+  // a brokered tree; or the answer when it names none: the argument
+  // unreadable, the kernel's (not brokered), gone, an error.
+  struct Named {
+    Name name;
+    Resolution resolution;
+  };
+  std::variant<Named, Answer> placeArg(bool follow, bool emptyIsObject = false, bool dotIsObject = false) const;
+  // The decision on `effects`: nullopt when the broker performs them;
+  // otherwise the answer -- the kernel's (not brokered), or the refusal,
+  // audited as `operation` on the names the child gave.
+  std::optional<Answer> unlessPerformed(const std::vector<WriteEffect>& effects, const std::string& operation,
+                                        const std::string& given, const std::string& given2 = "",
+                                        std::optional<std::uint32_t> mode = std::nullopt) const;
 
   Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
   // openat2()'s resolve restrictions: the walk to the parent done as the
@@ -599,6 +613,28 @@ WriteBroker::Answer BrokeredCallHandler::verdictAnswer(const WriteVerdict& v, co
   return a;
 }
 
+std::variant<BrokeredCallHandler::Named, WriteBroker::Answer> BrokeredCallHandler::placeArg(bool follow,
+                                                                                           bool emptyIsObject,
+                                                                                           bool dotIsObject) const {
+  Answer answer;
+  auto name = pathArg(spec_.args.dirfd, spec_.args.path, follow, answer, emptyIsObject, dotIsObject);
+  if (!name) return answer;
+  Resolution r = resolve(*name);
+  if (r.found != Found::kPlace) return notAPlace(r);
+  return Named{std::move(*name), std::move(r)};
+}
+
+std::optional<WriteBroker::Answer> BrokeredCallHandler::unlessPerformed(const std::vector<WriteEffect>& effects,
+                                                                        const std::string& operation,
+                                                                        const std::string& given,
+                                                                        const std::string& given2,
+                                                                        std::optional<std::uint32_t> mode) const {
+  const WriteVerdict v = decide(effects, mode);
+  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
+  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, operation, given, given2);
+  return std::nullopt;
+}
+
 WriteBroker::Answer BrokeredCallHandler::run() {
   switch (spec_.kind) {
     case BrokeredKind::kOpen: {
@@ -715,9 +751,7 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     effects.push_back({Effect::kModify, p.path, p.kind});
     operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
   }
-  WriteVerdict v = decide(effects, setMode);
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, operation, name->path.value_or(""), "");
+  if (auto refused = unlessPerformed(effects, operation, name->path.value_or(""), "", setMode)) return std::move(*refused);
 
   // A FIFO or device must not block the supervisor: opened non-blocking,
   // then given back blocking as asked (the open file is the same).
@@ -765,20 +799,17 @@ WriteBroker::Answer BrokeredCallHandler::openHow() {
 }
 
 WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
-  Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
-  if (!name) return answer;
-  Resolution r = resolve(*name);
-  if (r.found != Found::kPlace) return notAPlace(r);
+  auto named = placeArg(false);
+  if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
+  auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (p.trailingSlash && !directory) return cont();  // the kernel's ENOENT
   const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
-  WriteVerdict v = decide({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
-                                    directory ? std::nullopt : std::optional<std::uint32_t>(mode));
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform)
-    return verdictAnswer(v, directory ? "mkdir" : "mknod", *name->path, "");
+  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
+                                     directory ? "mkdir" : "mknod", *name.path, "",
+                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode)))
+    return std::move(*refused);
   ActingAsChild as(childUmask());
   if (directory) return result(::mkdirat(p.parent.get(), p.name.c_str(), mode));
   return result(::mknodat(p.parent.get(), p.name.c_str(), mode, static_cast<dev_t>(arg(spec_.args.extra[0]))));
@@ -791,18 +822,15 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
     case Read::kGone: return goneAnswer();
     default: return cont();
   }
-  Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
-  if (!name) return answer;
-  Resolution r = resolve(*name);
-  if (r.found != Found::kPlace) return notAPlace(r);
+  auto named = placeArg(false);
+  if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
+  auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (target.empty()) return error(ENOENT);
   if (p.trailingSlash) return cont();  // the kernel's ENOENT
-  WriteVerdict v = decide({{Effect::kCreate, p.path, ObjectKind::kOther}});
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "symlink", *name->path, target);
+  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kOther}}, "symlink", *name.path, target))
+    return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::symlinkat(target.c_str(), p.parent.get(), p.name.c_str()));
 }
@@ -862,10 +890,7 @@ WriteBroker::Answer BrokeredCallHandler::link() {
   }
   if (dst.exists() || dst.isRoot()) return error(EEXIST);
   if (dst.trailingSlash) return cont();  // the kernel's ENOENT
-  WriteVerdict v = decide(effects);
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform)
-    return verdictAnswer(v, "link", from->path.value_or(sourcePath), *to->path);
+  if (auto refused = unlessPerformed(effects, "link", from->path.value_or(sourcePath), *to->path)) return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::linkat(AT_FDCWD, selfFd(object.get()).c_str(), dst.parent.get(), dst.name.c_str(), AT_SYMLINK_FOLLOW));
 }
@@ -895,10 +920,9 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
   } else if (dst.exists()) {
     effects.push_back({Effect::kRemove, dst.path, dst.kind});
   }
-  WriteVerdict v = decide(effects);
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform)
-    return verdictAnswer(v, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path);
+  if (auto refused =
+          unlessPerformed(effects, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path))
+    return std::move(*refused);
   if (src.isRoot() || dst.isRoot()) return error(EBUSY);
   ActingAsChild as(std::nullopt);
   return result(::syscall(SYS_renameat2, src.parent.get(), src.name.c_str(), dst.parent.get(), dst.name.c_str(), flags));
@@ -907,36 +931,29 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
 WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
   const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
   if (flags & ~AT_REMOVEDIR) return error(EINVAL);
-  Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, false, answer);
-  if (!name) return answer;
-  Resolution r = resolve(*name);
-  if (r.found != Found::kPlace) return notAPlace(r);
+  auto named = placeArg(false);
+  if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
+  auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = decide({{Effect::kRemove, p.path, p.kind}});
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, directory ? "rmdir" : "unlink", *name->path, "");
+  if (auto refused = unlessPerformed({{Effect::kRemove, p.path, p.kind}}, directory ? "rmdir" : "unlink", *name.path))
+    return std::move(*refused);
   if (p.isRoot()) return error(EBUSY);
   ActingAsChild as(std::nullopt);
   return result(::unlinkat(p.parent.get(), p.name.c_str(), directory ? AT_REMOVEDIR : 0));
 }
 
 WriteBroker::Answer BrokeredCallHandler::truncate() {
-  Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, true, answer, false, true);
-  if (!name) return answer;
+  auto named = placeArg(true, false, true);
+  if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
+  auto& [name, r] = std::get<Named>(named);
   const auto length = static_cast<std::int64_t>(arg(spec_.args.extra[0]));
-  Resolution r = resolve(*name);
-  if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
   if (p.kind == ObjectKind::kDirectory) return error(EISDIR);
   if (!S_ISREG(p.st.st_mode)) return error(EINVAL);
   if (length < 0) return error(EINVAL);
-  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, "truncate", *name->path, "");
+  if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, "truncate", *name.path)) return std::move(*refused);
   // The program's RLIMIT_FSIZE, which the broker does not run under.
   if (b_.fileSizeLimit() && static_cast<std::uint64_t>(length) > b_.fileSizeLimit()) return error(EFBIG);
   ActingAsChild as(std::nullopt);
@@ -1032,10 +1049,9 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}}, mode);
-  if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
-  if (v.action != WriteVerdict::Action::kPerform)
-    return verdictAnswer(v, brokeredKindName(kind), name->path.value_or(""), "");
+  if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, brokeredKindName(kind),
+                                     name->path.value_or(""), "", mode))
+    return std::move(*refused);
 
   ActingAsChild as(std::nullopt);
   UniqueFd object = p.object();
@@ -1067,13 +1083,9 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
 WriteBroker::Answer BrokeredCallHandler::access() {
   const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
   const int mode = intArg(spec_.args.mode);
-  Answer answer;
-  auto name = pathArg(spec_.args.dirfd, spec_.args.path, !(flags & AT_SYMLINK_NOFOLLOW), answer,
-                      (flags & AT_EMPTY_PATH) != 0, true);
-  if (!name) return answer;
-  Resolution r = resolve(*name);
-  if (r.found != Found::kPlace) return notAPlace(r);
-  Place& p = r.place;
+  auto named = placeArg(!(flags & AT_SYMLINK_NOFOLLOW), (flags & AT_EMPTY_PATH) != 0, true);
+  if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
+  Place& p = std::get<Named>(named).resolution.place;
   if (!p.exists()) return error(ENOENT);
   WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
@@ -1112,7 +1124,7 @@ const WriteBroker::RowTable& WriteBroker::rowsFor(const SeccompOptions& options)
 }
 
 WriteBroker::WriteBroker(const DerivedRules& rules, policy::WriteRules writeRules, const SeccompOptions& options)
-    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes), rows_(rowsFor(options)) {}
+    : rules_(std::move(writeRules)), fileSizeLimit_(rules.limits().fileSizeBytes), options_(options) {}
 
 std::variant<std::shared_ptr<WriteBroker>, std::string> WriteBroker::open(const DerivedRules& rules,
                                                                            policy::WriteRules writeRules,
@@ -1157,15 +1169,16 @@ WriteBroker::Answer WriteBroker::answer(int listener, const seccomp_notif& n) co
     deny.denial = std::move(d);
     return deny;
   }
-  auto rows = rows_.find(n.data.nr);
+  const RowTable& table = rowsFor(options_);
+  auto rows = table.find(n.data.nr);
   // The table's EPERM rows come first, whatever else the call would be.
-  if (rows != rows_.end())
+  if (rows != table.end())
     for (const auto& rule : rows->second.denials)
       if (seccompMatches(rule, args)) {
         deny.denial = std::move(d);
         return deny;
       }
-  if (rows == rows_.end() || !rows->second.brokered) {
+  if (rows == table.end() || !rows->second.brokered) {
     deny.denial = std::move(d);  // trapped, yet in no row: fail closed
     return deny;
   }

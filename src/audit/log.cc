@@ -32,12 +32,15 @@ void Log::setSink(Sink sink) {
   sink_ = std::move(sink);
 }
 
+void Log::discardEvents() noexcept { discarding_.store(true, std::memory_order_relaxed); }
+
 void Log::setLimits(Limits limits) {
   std::lock_guard lock(mu_);
   limits_ = limits;
 }
 
 void Log::emit(std::string_view event, nlohmann::json fields, Clock::time_point when, bool forced) noexcept try {
+  if (!wanted()) return;
   std::lock_guard sinkLock(sinkMu_);
   const std::string sandboxId = stringField(fields, "sandboxId");
   bool announceCap = false;
@@ -90,6 +93,7 @@ void Log::write(std::string_view event, nlohmann::json fields) noexcept {
 
 void Log::decision(std::string_view event, nlohmann::json fields, std::initializer_list<std::string_view> key,
                    std::initializer_list<std::string_view> summed) noexcept try {
+  if (!wanted()) return;
   const auto now = Clock::now();
   nlohmann::json identity = nlohmann::json::object();
   for (const char* name : {"sandboxId", "runId", "processId"})

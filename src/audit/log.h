@@ -19,6 +19,7 @@
 // reach the sink one at a time, in the order they were written.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -54,6 +55,10 @@ class Log {
   // Without a sink lines go to stderr through spdlog's "stockade" logger.
   void setSink(Sink sink);
   void setLimits(Limits limits);
+  // No event is wanted (`stockade run` without --audit): every later event
+  // is dropped unwritten, unbuilt where the writer asks wanted() first.
+  void discardEvents() noexcept;
+  bool wanted() const noexcept { return !discarding_.load(std::memory_order_relaxed); }
 
   // A one-off event (admit, spawn, exit, dispose, ...), never capped. Never throws; a sink
   // that throws is reported through spdlog.
@@ -103,6 +108,7 @@ class Log {
   std::map<std::string, PerSandbox> sandboxes_;
   std::mutex sinkMu_;  // held while the sink runs: one line at a time, in order
   Sink sink_;
+  std::atomic<bool> discarding_{false};
 };
 
 }  // namespace stockade::audit

@@ -220,7 +220,7 @@ int run(const RunOptions& o) {
   process::Runtime runtime(process::Spawner::Thread::kCaller);
   const std::string sandboxId = "cli-" + std::to_string(::getpid());
   if (o.auditFile) attachAuditFile(runtime.audit, *o.auditFile, rules, *context.tmpdir, o.auditMaxEvents);
-  else runtime.audit.setSink([](const std::string&) {});  // no --audit: events are not wanted
+  else runtime.audit.discardEvents();  // no --audit: events are not wanted
   struct CloseAudit {
     audit::Log& log;
     const std::string& id;

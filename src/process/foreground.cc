@@ -83,13 +83,30 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
   std::vector<platform::SavedTerminal> terminals = saveTerminals();
 
   auto ended = std::make_shared<std::promise<Ending>>();
+  // The loop thread's watches of the caller's signals and stdin, and the
+  // signal received: all on the loop thread, where the end unwatches them
+  // before it hands the outcome over (no round trip to the loop after it).
+  struct Relay {
+    bool ended = false;
+    bool signalWatched = false;
+    bool stdinWatched = false;
+    std::optional<int> received;
+  };
+  auto relay = std::make_shared<Relay>();
+  EventLoop& loop = runtime.supervisor.loop();
   Watch watch;
   watch.timeout = r.timeout;
-  watch.onEnd = [ended](const Ending& e) { ended->set_value(e); };
+  watch.onEnd = [ended, relay, &loop, signalFd = r.signalFd](const Ending& e) {
+    relay->ended = true;
+    if (relay->signalWatched) loop.unwatch(signalFd);
+    if (relay->stdinWatched) loop.unwatch(STDIN_FILENO);
+    ended->set_value(e);
+  };
   if (r.pty) watch.onOutput = [](LogChannel, std::string_view bytes) { writeAll(STDOUT_FILENO, bytes); };
   const std::string id = "run-" + std::to_string(::getpid());
   auto launched = runtime.launcher.launch(LaunchRequest{.rules = r.rules,
-                                                        .fingerprint = r.rules.fingerprint(),
+                                                        // (only audit events carry it: a digest of every rule)
+                                                        .fingerprint = runtime.audit.wanted() ? r.rules.fingerprint() : "",
                                                         .program = std::move(r.program),
                                                         .output = r.pty ? Output::kPty : Output::kInherit,
                                                         .stdin = StdinMode::kOpen,
@@ -106,19 +123,18 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
   auto& child = std::get<Launched>(launched);
   started(ForegroundStarted{child.enforcement});
   std::weak_ptr<Supervised> weak = child.supervised;
-  EventLoop& loop = runtime.supervisor.loop();
 
   // -t: the caller's terminal in raw mode, its keys relayed to the PTY.
-  bool relayingStdin = false;
   if (r.pty) {
     if (platform::isTerminal(STDIN_FILENO) && !terminals.empty())
       (void)terminals.front().makeRaw();  // fd 0's terminal: saved first
     struct stat st;
     const bool pollable = ::fstat(STDIN_FILENO, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
     if (pollable) {
-      relayingStdin = true;
-      loop.post([&loop, weak] {
-        loop.watch(STDIN_FILENO, EPOLLIN, [&loop, weak](std::uint32_t) {
+      loop.post([&loop, weak, relay] {
+        if (relay->ended) return;
+        relay->stdinWatched = true;
+        loop.watch(STDIN_FILENO, EPOLLIN, [&loop, weak, relay](std::uint32_t) {
           char buf[4096];
           ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
           if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
@@ -128,6 +144,7 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
             return;
           }
           loop.unwatch(STDIN_FILENO);
+          relay->stdinWatched = false;
           if (s) s->writeStdin("\x04", false);  // end of input: the terminal's EOF character
         });
       });
@@ -140,13 +157,13 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
   }
 
   // A signal the caller forwards ends the sandbox; SIGWINCH resizes its PTY.
-  auto received = std::make_shared<std::optional<int>>();
   auto master = std::make_shared<platform::UniqueFd>(std::move(child.terminal));
-  // Posted, not waited for: the loop runs tasks in order, so both watches
-  // are in place before the unwatching below.
+  // Posted, not waited for: a watch the end came before is not made.
   if (r.signalFd >= 0)
-    loop.post([&loop, fd = r.signalFd, received, weak, master] {
-      loop.watch(fd, EPOLLIN, [fd, received, weak, master](std::uint32_t) {
+    loop.post([&loop, fd = r.signalFd, relay, weak, master] {
+      if (relay->ended) return;
+      relay->signalWatched = true;
+      loop.watch(fd, EPOLLIN, [fd, relay, weak, master](std::uint32_t) {
         signalfd_siginfo info;
         if (::read(fd, &info, sizeof info) != sizeof info) return;
         if (info.ssi_signo == SIGWINCH) {
@@ -156,17 +173,13 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
           if (size) (void)platform::setWindowSize(master->get(), *size);
           return;
         }
-        if (!*received) *received = static_cast<int>(info.ssi_signo);
+        if (!relay->received) relay->received = static_cast<int>(info.ssi_signo);
         if (auto s = weak.lock()) s->kill(SIGKILL);
       });
     });
-  ForegroundOutcome outcome{ended->get_future().get(), std::nullopt};
-  loop.call([&] {
-    if (r.signalFd >= 0) loop.unwatch(r.signalFd);
-    if (relayingStdin) loop.unwatch(STDIN_FILENO);
-    outcome.signal = *received;
-  });
-  return outcome;
+  // The end set `received` (on the loop thread) before the outcome.
+  Ending ending = ended->get_future().get();
+  return ForegroundOutcome{std::move(ending), relay->received};
 }
 
 }  // namespace stockade::process

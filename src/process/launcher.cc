@@ -126,19 +126,21 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
       break;
   }
 
-  nlohmann::json spawn = identity(r);
-  spawn["pid"] = child.pid;
-  spawn["fingerprint"] = r.fingerprint;
-  spawn["argv"] = r.program.argv;
-  spawn["cwd"] = r.program.cwd;
-  spawn["enforcement"] = enforcementJson(child.enforcement);
-  // "pids", "memory", "cpu": null when not asked for or not enforced (then a degradation says why)
-  spawn["enforcement"].update(limitEnforcementJson(child.enforcement));
-  audit_.write("spawn", std::move(spawn));
-  for (const auto& d : child.enforcement.degradations) {
-    nlohmann::json degraded = identity(r);
-    degraded["what"] = d;
-    audit_.write("degraded", std::move(degraded));
+  if (audit_.wanted()) {
+    nlohmann::json spawn = identity(r);
+    spawn["pid"] = child.pid;
+    spawn["fingerprint"] = r.fingerprint;
+    spawn["argv"] = r.program.argv;
+    spawn["cwd"] = r.program.cwd;
+    spawn["enforcement"] = enforcementJson(child.enforcement);
+    // "pids", "memory", "cpu": null when not asked for or not enforced (then a degradation says why)
+    spawn["enforcement"].update(limitEnforcementJson(child.enforcement));
+    audit_.write("spawn", std::move(spawn));
+    for (const auto& d : child.enforcement.degradations) {
+      nlohmann::json degraded = identity(r);
+      degraded["what"] = d;
+      audit_.write("degraded", std::move(degraded));
+    }
   }
 
   watch.onDenial = [&audit = audit_, ids = identity(r), next = std::move(watch.onDenial)](const platform::SeccompDenial& d) {
@@ -178,6 +180,10 @@ std::variant<Launched, platform::SpawnError> Launcher::launch(LaunchRequest r, W
   };
   watch.onEnd = [&audit = audit_, ids = identity(r), listeners, next = std::move(watch.onEnd)](const Ending& e) {
     listeners->clear();  // closes the child's listeners and tunnels (waits for the proxy's io thread)
+    if (!audit.wanted()) {
+      if (next) next(e);
+      return;
+    }
     nlohmann::json event = ids;
     event["exitCode"] = e.status.shellCode();
     if (e.status.kind == platform::ExitStatus::Kind::kSignaled) event["signal"] = signalName(e.status.value);

@@ -37,7 +37,7 @@ enum class Output {
 
 struct LaunchRequest {
   const DerivedRules& rules;
-  std::string fingerprint;  // of `rules`
+  std::string fingerprint;  // of `rules`, for the audit events (empty when the audit log wants none)
   platform::ProgramRequest program;
   Output output = Output::kSupervisor;
   StdinMode stdin = StdinMode::kClosed;  // kSupervisor: kOpen keeps the pipe for writeStdin()

@@ -268,8 +268,11 @@ void Supervised::finish() {
 
 Supervisor::Supervisor() {
   // Writes to a closed pipe (a program that closed its stdin) fail with
-  // EPIPE instead of raising SIGPIPE in the host application.
-  loop_.call([] {
+  // EPIPE instead of raising SIGPIPE in the host application. Posted, not
+  // waited for: the loop runs its tasks in order, so this one runs before
+  // any task that writes (a round trip to a thread that has only just
+  // started costs a wake-up, ~0.1 ms of every `stockade run`).
+  loop_.post([] {
     sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);

@@ -14,6 +14,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 #include "platform/linux/landlock.h"
 #include "stockade/rules.h"
@@ -275,6 +278,41 @@ TEST_F(SpawnTest, ByDefaultAMissingLayerRefusesTheSpawnNamingIt) {
   ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
   EXPECT_FALSE(std::get<Child>(ran).enforcement.degradations.empty());
   (void)waitExit(std::get<Child>(ran));
+}
+
+// The check runs while the sandbox's init builds the sandbox: a refusal must
+// reach the caller before any program runs, and leave no process behind.
+TEST_F(SpawnTest, ACoverageRefusalRunsNoProgramAndLeavesNoProcessWhileTheCoveredNeighbourRuns) {
+  DeriveContext ctx = currentContext();
+  ctx.cwd = dir_;
+  auto rulesWith = [&](nlohmann::json denyRead) {
+    nlohmann::json policy = {{"filesystem",
+                              {{"denyRead", std::move(denyRead)},
+                               {"allowRead", nlohmann::json::array()},
+                               {"allowWrite", {dir_}},
+                               {"denyWrite", nlohmann::json::array()}}}};
+    auto derived = derive(SandboxPolicy::fromJson(policy.dump()), ctx);
+    if (auto* e = std::get_if<PolicyError>(&derived)) throw std::runtime_error(e->text());
+    return std::get<DerivedRules>(std::move(derived));
+  };
+  const std::string marker = dir_ + "/ran";
+  // A mask over /dev hides /dev/null, a default write path: not enforceable.
+  auto refused = spawn(request(rulesWith({"/dev"}), {"/bin/sh", "-c", "echo ran > " + marker}));
+  ASSERT_TRUE(std::holds_alternative<SpawnError>(refused)) << "the uncovered plan ran";
+  const SpawnError& e = std::get<SpawnError>(refused);
+  EXPECT_EQ(e.step, SetupStep::kCoverage) << e.message();
+  EXPECT_NE(e.message().find("filesystem.defaultWrite \"/dev/null\""), std::string::npos) << e.message();
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the program ran before the refusal";
+  std::ifstream children("/proc/self/task/" + std::to_string(::gettid()) + "/children");
+  std::string left((std::istreambuf_iterator<char>(children)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(left, "") << "the refused sandbox's init is still a child of this thread";
+  // The neighbour: the same policy without the mask runs and writes.
+  auto ran = spawn(request(rulesWith(nlohmann::json::array()), {"/bin/sh", "-c", "echo ran > " + marker}));
+  ASSERT_TRUE(std::holds_alternative<Child>(ran)) << std::get<SpawnError>(ran).message();
+  auto status = waitExit(std::get<Child>(ran));
+  ASSERT_TRUE(std::holds_alternative<ExitStatus>(status));
+  EXPECT_EQ(std::get<ExitStatus>(status).value, 0);
+  EXPECT_TRUE(std::filesystem::exists(marker));
 }
 
 // --- prepare() and launch(): the sandbox first, the program later ---

@@ -319,7 +319,7 @@ TEST_F(CoverageTest, AWritablePathTheHostMountsReadOnlyIsNamed) {
   SandboxPlan plan = planSandbox(r, std::nullopt);
   ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
   EXPECT_TRUE(plan.mounts.readOnlyHost.empty()) << "this test's own directory is read-only on the host";
-  plan.mounts.readOnlyHost.push_back(ws_);  // what planMounts() records for a read-only host mount
+  plan.mounts.readOnlyHost.push_back(ws_);  // what readOnlyHostMounts() records for a read-only host mount
   auto c = check(r, plan);
   EXPECT_TRUE(names(c.uncovered, "filesystem.allowWrite \"" + ws_ + "\"")) << texts(c.uncovered);
   EXPECT_NE(texts(c.uncovered).find("\" read-only, so the child could not write it either"), std::string::npos) << texts(c.uncovered);
