@@ -2,12 +2,13 @@
 // build/stockaded on a unix socket in a temporary directory, forked so that it
 // dies with the benchmark (PR_SET_PDEATHSIG) even when the benchmark aborts or
 // is interrupted, and the few requests the benchmarks make. Not a test fixture:
-// a failed request aborts with its reply on stderr.
+// a failed request throws std::runtime_error naming it and its reply.
 #pragma once
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,7 +32,11 @@ namespace stockade::bench {
 class LocalDaemon {
  public:
   // `dir` is created and removed with the daemon; it holds the socket, the
-  // token, the state directory and the daemon's stderr (daemon.log).
+  // token, the state directory and the daemon's stderr (daemon.log). The
+  // daemon gets packaging/stockaded.service's LimitNOFILE=65536 when the
+  // benchmark may raise it (CAP_SYS_RESOURCE), else its hard limit: each idle
+  // sandbox holds about 50 of the daemon's descriptors (bench/daemon_bench
+  // --scale prints them), so 500 sandboxes need more than 20,000.
   explicit LocalDaemon(std::string dir) : dir_(std::move(dir)) {
     std::filesystem::create_directories(dir_);
     const std::string sock = dir_ + "/d.sock", token = "daemon-bench-token-0123456789", tokenFile = dir_ + "/token";
@@ -47,6 +53,11 @@ class LocalDaemon {
     if (pid_ < 0) std::abort();
     if (pid_ == 0) {
       int out = ::open("/dev/null", O_WRONLY | O_CLOEXEC), err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      rlimit files{65536, 65536};
+      if (::setrlimit(RLIMIT_NOFILE, &files) != 0 && ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+      }
       if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent || out < 0 || err < 0 ||
           ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
         ::_exit(127);
@@ -80,11 +91,9 @@ class LocalDaemon {
   // A request whose reply must have `status`; its JSON body (null when empty).
   nlohmann::json expect(int status, std::string_view method, std::string_view target, std::string_view body = {}) {
     auto r = http_->request(method, target, body);
-    if (r.status != status) {
-      std::fprintf(stderr, "%.*s %.*s: %d %s\n", static_cast<int>(method.size()), method.data(),
-                   static_cast<int>(target.size()), target.data(), r.status, r.body.c_str());
-      std::abort();
-    }
+    if (r.status != status)
+      throw std::runtime_error(std::string(method) + " " + std::string(target) + ": " + std::to_string(r.status) + " " +
+                               r.body);
     return r.body.empty() ? nlohmann::json() : nlohmann::json::parse(r.body);
   }
   // A sandbox under `policy` (a whole policy document); its id.
@@ -97,10 +106,7 @@ class LocalDaemon {
   // `forget` is left to the caller: see the returned process id).
   std::string runTrue(const std::string& sandbox) {
     auto j = expect(200, "POST", "/v1/sandboxes/" + sandbox + "/processes/run", R"({"argv":["/bin/true"]})");
-    if (j["exitCode"] != 0) {
-      std::fprintf(stderr, "run /bin/true: %s\n", j.dump().c_str());
-      std::abort();
-    }
+    if (j["exitCode"] != 0) throw std::runtime_error("run /bin/true: " + j.dump());
     return j["processId"];
   }
   void forget(const std::string& sandbox, const std::string& process) {
