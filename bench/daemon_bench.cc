@@ -19,13 +19,15 @@
 // per attack, an attacker sandbox under the one limit that attack meets (pids
 // 64, memoryBytes 256 MiB, cpuSeconds 2 or fileSizeBytes 64 MiB; the output
 // flood none: its execution timeout ends it), so that its record names that
-// limit and no other one stops it first. For each attack (fork bomb, anonymous-memory, tmpfs
-// and memfd balloons, a CPU hog with 8 children, a disk filler, an output
-// flood): N execs of /bin/true in the victim with no attack, then N while the
-// attack runs in the attacker (restarted, untimed, whenever it has ended, so
-// that every sample is taken under attack); the ratio of the medians, the
-// load, the daemon's RSS and the attack's exit record (reason, exit code or
-// signal, killedByLimit).
+// limit and no other one stops it first. For each attack (fork bomb,
+// anonymous-memory, tmpfs and memfd balloons, a CPU hog with 8 children, a
+// disk filler, an output flood): N execs of /bin/true in the victim with no
+// attack, then N while the attack runs in the attacker (restarted, untimed,
+// whenever it has ended, so that every sample is taken under attack); the
+// ratio of the medians, the load, the daemon's RSS and the attack's first
+// exit record (reason, exit code or signal, killedByLimit, limitReached). A
+// process the daemon refuses to start (no usable cgroup for this user) is
+// reported as such.
 //
 // The daemon is build/stockaded, started here on a temporary socket
 // (bench/daemon_fixture.h).
