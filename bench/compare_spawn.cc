@@ -13,6 +13,11 @@
 //               a live manager under the default policy, 10 ms after the
 //               previous call (outside the measured interval) so its spare
 //               sandbox is ready, as bench/manager_spawn_bench measures it
+//   "daemon-exec" stockaded (build/stockaded, started here on a temporary
+//               unix socket): POST .../processes/run of /bin/true in a warm
+//               sandbox under the default policy, 10 ms after the previous
+//               call, its record deleted afterwards (neither measured), as
+//               bench/daemon_bench measures it
 // Output: {"runs": N, "columns": [{"name", "samples_ms": [...], "failed"}]}.
 //
 //   compare_spawn --serve PORTFILE
@@ -37,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/daemon_fixture.h"
 #include "stockade/stockade.h"
 
 extern char** environ;
@@ -97,6 +103,25 @@ class WarmRun {
  private:
   std::string cwd_;
   std::optional<stockade::SandboxHandle> handle_;
+};
+
+class DaemonExec {
+ public:
+  DaemonExec() : daemon_("/var/tmp/stockade-compare-daemon-" + std::to_string(::getpid())) {
+    sandbox_ = daemon_.create(nlohmann::json::parse(stockade::SandboxPolicy::defaults().toJson()));
+  }
+  std::optional<double> once() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the spare gets built (not measured)
+    auto start = Clock::now();
+    std::string process = daemon_.runTrue(sandbox_);
+    auto end = Clock::now();
+    daemon_.forget(sandbox_, process);
+    return std::chrono::duration<double, std::milli>(end - start).count();
+  }
+
+ private:
+  stockade::bench::LocalDaemon daemon_;
+  std::string sandbox_;
 };
 
 void serveConnection(int fd) {
@@ -180,6 +205,9 @@ int main(int argc, char** argv) {
       if (::chdir(c.cwd.c_str()) != 0) return 1;  // the default policy writes to "."
       warm = std::make_unique<WarmRun>(c.cwd);
     }
+  std::unique_ptr<DaemonExec> daemonExec;
+  for (const auto& c : columns)
+    if (c.builtin == "daemon-exec") daemonExec = std::make_unique<DaemonExec>();
   auto measure = [&](Column& c) -> std::optional<double> {
     if (c.builtin == "bare") {
       Column bare = c;
@@ -187,6 +215,7 @@ int main(int argc, char** argv) {
       return runOnce(bare);
     }
     if (c.builtin == "warm-run") return warm->once();
+    if (c.builtin == "daemon-exec") return daemonExec->once();
     return runOnce(c);
   };
   // Warm-up: two rounds, not recorded (page cache, the manager's first spare).

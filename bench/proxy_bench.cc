@@ -3,6 +3,8 @@
 //     CONNECT and via SOCKS5 (target: every proxied path >= 80% of direct);
 //   - round trip of a small request on a kept-alive connection: direct and
 //     via each protocol (target: < 0.25 ms added per request).
+//   - with --tunnels=N, instead: N tunnels at once, none stalled (issue 15;
+//     see tunnelsMain()).
 // The origin serves bytes from memory so that it is never the bottleneck.
 // All traffic stays on 127.0.0.1; the proxy points "origin.bench" at it with
 // a resolve override.
@@ -11,6 +13,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -24,6 +28,7 @@
 #include <map>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <iterator>
 #include <memory>
@@ -577,6 +582,281 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   std::map<int, std::vector<double>> roundTrips_;
 };
 
+
+// --tunnels=N: N tunnels through the proxy at once (half CONNECT, half
+// SOCKS5) to an echo server, each carrying --tunnel_bytes each way at the same
+// time, beside the same N connections made directly to the echo server, in
+// alternating rounds (--tunnel_rounds). Per round: the time until every
+// connection had all its bytes back, the slowest and the median connection's
+// time, the most pipe descriptors open at once in this process (the proxy's
+// splice pipes: the benchmark itself opens none), and the connections that
+// stalled (no byte moved on any of them for 10 s) or broke. Not google
+// benchmark: one exchange is seconds long.
+class EchoServer {
+ public:
+  EchoServer() {
+    listener_ = listenLoopback(port_);
+    ::listen(listener_.get(), 4096);
+    ::fcntl(listener_.get(), F_SETFL, O_NONBLOCK);
+    epoll_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+    int stop[2];
+    if (::pipe2(stop, O_CLOEXEC) != 0) std::abort();
+    stopRead_ = UniqueFd(stop[0]);
+    stopWrite_ = UniqueFd(stop[1]);
+    add(listener_.get(), EPOLLIN);
+    add(stopRead_.get(), EPOLLIN);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~EchoServer() {
+    ::write(stopWrite_.get(), "x", 1);
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  struct Conn {
+    UniqueFd fd;
+    std::string pending;  // read, not yet echoed
+  };
+  void add(int fd, std::uint32_t events) {
+    epoll_event e{events, {.fd = fd}};
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &e);
+  }
+  void loop() {
+    std::vector<char> buf(64 * 1024);
+    std::vector<epoll_event> events(256);
+    for (;;) {
+      int n = ::epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), -1);
+      for (int k = 0; k < n; ++k) {
+        int fd = events[k].data.fd;
+        if (fd == stopRead_.get()) return;
+        if (fd == listener_.get()) {
+          for (int c; (c = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+            conns_[c].fd = UniqueFd(c);
+            add(c, EPOLLIN);
+          }
+          continue;
+        }
+        Conn& c = conns_[fd];
+        bool closed = false;
+        if (c.pending.empty()) {
+          ssize_t r = ::recv(fd, buf.data(), buf.size(), 0);
+          if (r > 0) c.pending.assign(buf.data(), static_cast<std::size_t>(r));
+          else closed = r == 0 || (errno != EAGAIN && errno != EINTR);
+        }
+        while (!closed && !c.pending.empty()) {
+          ssize_t w = ::send(fd, c.pending.data(), c.pending.size(), MSG_NOSIGNAL);
+          if (w > 0) c.pending.erase(0, static_cast<std::size_t>(w));
+          else if (errno == EAGAIN) break;
+          else closed = true;
+        }
+        if (closed) {
+          ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+          conns_.erase(fd);
+          continue;
+        }
+        // Full: wait until it drains, reading nothing more meanwhile.
+        epoll_event e{c.pending.empty() ? EPOLLIN : EPOLLOUT, {.fd = fd}};
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &e);
+      }
+    }
+  }
+  UniqueFd listener_, epoll_, stopRead_, stopWrite_;
+  std::uint16_t port_ = 0;
+  std::map<int, Conn> conns_;
+  std::thread thread_;
+};
+
+std::size_t openPipeFds() {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.native().starts_with("pipe:")) ++n;
+  }
+  return n;
+}
+
+struct Exchange {
+  double totalMs = 0, slowestMs = 0, medianMs = 0;
+  std::size_t maxPipeFds = 0, stalled = 0, broken = 0;
+};
+
+// Every connection sends `bytes` and reads them back, all at once.
+Exchange exchangeOnAll(std::vector<UniqueFd>& fds, std::size_t bytes, std::size_t pipesBefore) {
+  struct Flow {
+    std::size_t sent = 0, received = 0;
+    double doneMs = -1;
+    bool broken = false;
+  };
+  std::vector<Flow> flows(fds.size());
+  std::vector<char> chunk(64 * 1024, 'x');
+  for (auto& fd : fds) ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+  Exchange out;
+  const auto start = std::chrono::steady_clock::now();
+  auto lastProgress = start;
+  auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
+  std::size_t done = 0;
+  for (std::size_t round = 0; done < fds.size(); ++round) {
+    if (round % 16 == 0) {  // sampled: reading 4,000 fd links is not free
+      const std::size_t open = openPipeFds();
+      out.maxPipeFds = std::max(out.maxPipeFds, open - std::min(open, pipesBefore));
+    }
+    std::vector<pollfd> pfds;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (flows[i].doneMs >= 0 || flows[i].broken) continue;
+      pfds.push_back({fds[i].get(), static_cast<short>(POLLIN | (flows[i].sent < bytes ? POLLOUT : 0)), 0});
+      which.push_back(i);
+    }
+    int ready = ::poll(pfds.data(), pfds.size(), 200);
+    bool progressed = false;
+    for (std::size_t k = 0; k < pfds.size() && ready > 0; ++k) {
+      Flow& f = flows[which[k]];
+      if ((pfds[k].revents & POLLOUT) && f.sent < bytes) {
+        ssize_t w = ::send(pfds[k].fd, chunk.data(), std::min(chunk.size(), bytes - f.sent), MSG_NOSIGNAL);
+        if (w > 0) f.sent += static_cast<std::size_t>(w), progressed = true;
+      }
+      if (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t r = ::recv(pfds[k].fd, chunk.data(), std::min(chunk.size(), bytes - f.received), 0);
+        if (r > 0) {
+          f.received += static_cast<std::size_t>(r);
+          progressed = true;
+          if (f.received == bytes) f.doneMs = ms(), ++done;
+        } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+          f.broken = true;
+          ++done;
+        }
+      }
+    }
+    if (progressed) {
+      lastProgress = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - lastProgress > std::chrono::seconds(10)) {
+      break;
+    }
+  }
+  out.totalMs = ms();
+  std::vector<double> times;
+  for (const Flow& f : flows) {
+    if (f.broken) ++out.broken;
+    else if (f.doneMs < 0) ++out.stalled;
+    else times.push_back(f.doneMs);
+  }
+  std::sort(times.begin(), times.end());
+  if (!times.empty()) out.slowestMs = times.back(), out.medianMs = times[times.size() / 2];
+  return out;
+}
+
+std::string loadAverage() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  char a[16] = "?", b[16] = "?", c[16] = "?";
+  if (f) {
+    if (std::fscanf(f, "%15s %15s %15s", a, b, c) != 3) a[0] = '?';
+    std::fclose(f);
+  }
+  return std::string(a) + " " + b + " " + c;
+}
+
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "proxy_bench: %s\n", why.c_str());
+  std::exit(1);
+}
+
+int tunnelsMain(std::size_t tunnels, std::size_t bytes, int rounds, const std::string& jsonPath) {
+  rlimit nofile{};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  nofile.rlim_cur = nofile.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &nofile);
+  if (nofile.rlim_cur < 4 * tunnels + 64) {
+    std::fprintf(stderr, "proxy_bench: --tunnels=%zu needs %zu descriptors, RLIMIT_NOFILE allows %llu\n", tunnels,
+                 4 * tunnels + 64, static_cast<unsigned long long>(nofile.rlim_cur));
+    return 1;
+  }
+  std::printf("load average before: %s\n", loadAverage().c_str());
+  EchoServer echo;
+  stockade::proxy::ProxyLimits limits;
+  limits.maxConnectionsPerSandbox = limits.maxPendingPerListener = limits.maxTunnelsPerSandbox = tunnels;
+  stockade::proxy::Proxy proxy(stockade::proxy::ProxyOptions{limits});
+  const std::string target = "echo.bench:" + std::to_string(echo.port());
+  auto network = std::make_shared<stockade::DerivedRules::Network>();
+  network->allowedDomains.push_back(std::get<stockade::DomainRule>(stockade::policy::parseDomainPattern(target)));
+  std::shared_ptr<const stockade::DerivedRules::Network> rules = network;
+  std::uint16_t proxyPort = 0;
+  UniqueFd listening = listenLoopback(proxyPort);
+  ::listen(listening.get(), 4096);
+  auto handle = proxy.addListener(std::move(listening), stockade::proxy::ListenerContext{
+                                                            "bench", "tunnels", [&] { return rules; },
+                                                            {{"echo.bench", "127.0.0.1"}}});
+  auto openAll = [&](bool viaProxy) {
+    std::vector<UniqueFd> fds;
+    for (std::size_t i = 0; i < tunnels; ++i) {
+      fds.push_back(connectTo(viaProxy ? proxyPort : echo.port()));
+      if (!viaProxy) continue;
+      if (i % 2 == 0)
+        sendAll(fds.back().get(), "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n");
+      else
+        sendAll(fds.back().get(), std::string("\x05\x01\x00\x05\x01\x00\x03\x0a", 8) + "echo.bench" +
+                                      char(echo.port() >> 8) + char(echo.port() & 0xff));
+    }
+    for (std::size_t i = 0; viaProxy && i < tunnels; ++i) {
+      if (i % 2 == 0) {
+        std::string head = readHead(fds[i].get());
+        if (!head.starts_with("HTTP/1.1 200")) fail("tunnel " + std::to_string(i) + ": CONNECT answered " + head);
+      } else {
+        char reply[12];
+        for (std::size_t got = 0; got < sizeof reply;) {
+          ssize_t n = ::recv(fds[i].get(), reply + got, sizeof reply - got, 0);
+          if (n <= 0) fail("tunnel " + std::to_string(i) + ": SOCKS5 closed during the handshake");
+          got += static_cast<std::size_t>(n);
+        }
+        if (reply[3] != 0) fail("tunnel " + std::to_string(i) + ": SOCKS5 reply " + std::to_string(reply[3]));
+      }
+    }
+    return fds;
+  };
+  std::map<std::string, std::vector<Exchange>> results;
+  for (int round = 0; round < rounds; ++round) {
+    for (bool viaProxy : round % 2 ? std::vector<bool>{true, false} : std::vector<bool>{false, true}) {
+      const std::size_t pipesBefore = openPipeFds();
+      auto fds = openAll(viaProxy);
+      results[viaProxy ? "proxy" : "direct"].push_back(exchangeOnAll(fds, bytes, pipesBefore));
+      fds.clear();
+      for (int i = 0; i < 500 && proxy.activeConnections("bench") > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  const std::string loadAfter = loadAverage();
+  std::printf("%zu connections at once, %zu KiB each way on every one, %d alternating rounds (ms)\n", tunnels,
+              bytes >> 10, rounds);
+  std::printf("  %-8s %10s %10s %10s %9s %8s %7s\n", "", "all done", "slowest", "median", "pipe fds", "stalled", "broken");
+  for (auto& [path, list] : results)
+    for (const Exchange& e : list)
+      std::printf("  %-8s %10.1f %10.1f %10.1f %9zu %8zu %7zu\n", path.c_str(), e.totalMs, e.slowestMs, e.medianMs,
+                  e.maxPipeFds, e.stalled, e.broken);
+  std::printf("load average after: %s\n", loadAfter.c_str());
+  if (!jsonPath.empty()) {
+    std::FILE* f = std::fopen(jsonPath.c_str(), "w");
+    if (!f) return 1;
+    std::fprintf(f, "{\"tunnels\": %zu, \"bytes_each_way\": %zu, \"rounds\": %d, \"load_after\": \"%s\"", tunnels, bytes,
+                 rounds, loadAfter.c_str());
+    for (auto& [path, list] : results) {
+      std::fprintf(f, ", \"%s\": [", path.c_str());
+      for (std::size_t i = 0; i < list.size(); ++i)
+        std::fprintf(f, "%s{\"all_done_ms\": %.3f, \"slowest_ms\": %.3f, \"median_ms\": %.3f, \"pipe_fds\": %zu, "
+                        "\"stalled\": %zu, \"broken\": %zu}",
+                     i ? ", " : "", list[i].totalMs, list[i].slowestMs, list[i].medianMs, list[i].maxPipeFds,
+                     list[i].stalled, list[i].broken);
+      std::fprintf(f, "]");
+    }
+    std::fprintf(f, "}\n");
+    std::fclose(f);
+  }
+  for (auto& [path, list] : results)
+    for (const Exchange& e : list)
+      if (e.stalled || e.broken) return 2;
+  return 0;
+}
+
 }  // namespace
 
 // path: 0 direct, 1 absolute-form HTTP, 2 CONNECT, 3 SOCKS5, 4 minimal splice relay
@@ -591,16 +871,31 @@ int main(int argc, char** argv) {
   std::vector<char*> args;
   bool repetitions = false, interleaving = false;
   std::string jsonPath;
+  std::size_t tunnels = 0, tunnelBytes = 256 * 1024;
+  int tunnelRounds = 3;
   for (int i = 0; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a.starts_with("--stockade_json=")) {
       jsonPath = a.substr(16);
       continue;
     }
+    if (a.starts_with("--tunnels=")) {
+      tunnels = std::stoul(std::string(a.substr(10)));
+      continue;
+    }
+    if (a.starts_with("--tunnel_bytes=")) {
+      tunnelBytes = std::stoul(std::string(a.substr(15)));
+      continue;
+    }
+    if (a.starts_with("--tunnel_rounds=")) {
+      tunnelRounds = std::stoi(std::string(a.substr(16)));
+      continue;
+    }
     args.push_back(argv[i]);
     repetitions = repetitions || a.starts_with("--benchmark_repetitions");
     interleaving = interleaving || a.starts_with("--benchmark_enable_random_interleaving");
   }
+  if (tunnels > 0) return tunnelsMain(tunnels, tunnelBytes, tunnelRounds, jsonPath);
   std::string reps = "--benchmark_repetitions=5", shuffle = "--benchmark_enable_random_interleaving=true";
   if (!repetitions) args.push_back(reps.data());
   if (!interleaving) args.push_back(shuffle.data());

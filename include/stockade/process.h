@@ -93,6 +93,9 @@ struct ProcessMetrics {
   std::uint64_t droppedLogBytes = 0;     // written but no longer retained (ring capacity)
   long denials = 0;                      // calls the seccomp table refused
   std::optional<std::string> killedByLimit;  // "limits.cpuSeconds" when a limit check killed it
+  // The whole-sandbox limit the run reached: the one that killed it, or
+  // "limits.pids" when a fork was refused at the limit and nothing was killed.
+  std::optional<std::string> limitReached;
 };
 
 struct ProcessDto {

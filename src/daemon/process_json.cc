@@ -53,6 +53,7 @@ json processJson(const ProcessDto& p) {
                {"droppedLogBytes", m.droppedLogBytes},
                {"denials", m.denials}};
   if (m.killedByLimit) metrics["killedByLimit"] = *m.killedByLimit;
+  if (m.limitReached) metrics["limitReached"] = *m.limitReached;
   j["metrics"] = std::move(metrics);
   return j;
 }

@@ -48,9 +48,11 @@ void Record::ended(const Ending& e) {
                                : e.status.usage.cpuTime;
     dto_.metrics.peakMemoryBytes = e.status.usage.peakRssBytes;
     dto_.metrics.denials = e.denials;
-    // limits.pids refuses forks and kills nothing.
+    // limits.pids refuses forks and kills nothing: it is reached, not a kill.
     if (e.status.limit && std::string_view(e.status.limit) != "limits.pids") dto_.metrics.killedByLimit = e.status.limit;
     else if (!e.limit.empty()) dto_.metrics.killedByLimit = e.limit;
+    if (dto_.metrics.killedByLimit) dto_.metrics.limitReached = dto_.metrics.killedByLimit;
+    else if (e.status.limit) dto_.metrics.limitReached = e.status.limit;
     const bool signaled = e.status.kind == platform::ExitStatus::Kind::kSignaled;
     if (signaled) dto_.signal = signalName(e.status.value);
     else dto_.exitCode = e.status.value;
