@@ -146,14 +146,17 @@ Reply WorkspaceApi::upload(Request& r) {
       writer.reset();
       return reply;
     };
-    std::string buf(kPiece, '\0');
-    for (;;) {
-      auto n = body->read(std::span<char>(buf));
-      if (auto* e = std::get_if<ApiError>(&n)) return failed(Response::error(*e));
-      std::size_t got = std::get<std::size_t>(n);
-      if (got == 0) break;
-      if (auto e = writer->write(std::string_view(buf.data(), got))) return failed(errorReply(*e));
-    }
+    auto failure = relay(
+        [&](std::span<char> buf) -> std::variant<std::size_t, Response> {
+          auto n = body->read(buf);
+          if (auto* e = std::get_if<ApiError>(&n)) return Response::error(*e);
+          return std::get<std::size_t>(n);
+        },
+        [&](std::string_view bytes) -> std::optional<Response> {
+          if (auto e = writer->write(bytes)) return errorReply(*e);
+          return std::nullopt;
+        });
+    if (failure) return failed(std::move(*failure));
     return failed(statusReply(writer->commit()));
   })};
 }
