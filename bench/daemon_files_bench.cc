@@ -120,12 +120,14 @@ int main(int argc, char** argv) {
   writeRandomFile(big, fileMiB);
   const std::uint64_t size = static_cast<std::uint64_t>(fileMiB) << 20;
   for (auto& s : subjects) s->rssBefore = statusKiB(s->daemon->pid(), "VmRSS");
-  const std::string cpTarget = subjects[0]->workspace + "/cp.bin";
+  // cp writes where the first daemon does, and both directions' copies go to
+  // one file: the disk holds the source, one file per workspace and one
+  // copy out (this machine's disk is shared and nearly full).
+  const std::string cpTarget = subjects[0]->workspace + "/big.bin", out = dir + "/down.bin";
   std::vector<double> cpUp, cpDown;
   for (int i = 0; i < runs; ++i) {
-    std::vector<Column> up{{&cpUp, [&] { sh("cp " + big + " " + cpTarget); }}}, down{{&cpDown, [&] {
-                                                                                          sh("cp " + cpTarget + " " + dir + "/cpdown.bin");
-                                                                                        }}};
+    std::vector<Column> up{{&cpUp, [&] { sh("cp " + big + " " + cpTarget); }}};
+    std::vector<Column> down{{&cpDown, [&] { sh("cp " + cpTarget + " " + out); }}};
     for (auto& s : subjects) {
       Subject* p = s.get();
       up.push_back({&p->up, [=] {
@@ -135,20 +137,16 @@ int main(int argc, char** argv) {
                     }});
       down.push_back({&p->down, [=] {
                         double cpu = cpuSeconds(p->daemon->pid());
-                        check(p->download("files?path=/workspace/big.bin", dir + "/down.bin") == size, "download size");
+                        check(p->download("files?path=/workspace/big.bin", out) == size, "download size");
                         p->cpuDown += cpuSeconds(p->daemon->pid()) - cpu;
                       }});
     }
     rotated(i, up);
     rotated(i, down);
   }
-  for (auto& s : subjects) {
-    fs::remove(s->workspace + "/big.bin");
-    fs::remove(s->workspace + "/cp.bin");
-  }
+  for (auto& s : subjects) fs::remove(s->workspace + "/big.bin");
   fs::remove(big);
-  fs::remove(dir + "/down.bin");
-  fs::remove(dir + "/cpdown.bin");
+  fs::remove(out);
 
   // 2. A tree, placed in each workspace as /workspace/tree (and beside them
   // for tar): 5,000 small files and 4 large ones.
