@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,7 +22,6 @@
 #include <functional>
 #include <iterator>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -37,6 +37,16 @@ namespace stockade::bench {
 
 using Clock = std::chrono::steady_clock;
 
+// Stops the bench, naming what failed.
+inline void check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "%s: %s failed\n", program_invocation_short_name, what.c_str());
+    std::exit(1);
+  }
+}
+
+inline void sh(const std::string& command) { check(std::system(command.c_str()) == 0, command); }
+
 inline double seconds(const std::function<void()>& f) {
   auto start = Clock::now();
   f();
@@ -48,15 +58,56 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Stops the bench, naming what failed.
-inline void check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "%s: %s failed\n", program_invocation_short_name, what.c_str());
-    std::exit(1);
-  }
+struct Stats {
+  double median, p10, p90;
+};
+inline Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
+  return {at(0.5), at(0.1), at(0.9)};
 }
 
-inline void sh(const std::string& command) { check(std::system(command.c_str()) == 0, command); }
+inline double microseconds(const std::function<void()>& f) {
+  auto start = Clock::now();
+  f();
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// `once` run `runs` times after 10 to warm up, `gap` before each, `after`
+// (untimed) after each: microseconds.
+inline Stats measure(int runs, const std::function<void()>& once, std::chrono::milliseconds gap = {},
+                     const std::function<void()>& after = {}) {
+  std::vector<double> us;
+  for (int i = 0; i < 10; ++i) {
+    once();
+    if (after) after();
+  }
+  for (int i = 0; i < runs; ++i) {
+    std::this_thread::sleep_for(gap);
+    us.push_back(microseconds(once));
+    if (after) after();
+  }
+  return stats(std::move(us));
+}
+
+// The baseline of the spawn benches: /bin/true by posix_spawn, waited for.
+inline void bareTrue() {
+  pid_t pid;
+  char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+  if (::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ) != 0) std::abort();
+  int status;
+  ::waitpid(pid, &status, 0);
+}
+
+// A fresh /var/tmp/NAME-PID, made the current directory (the default
+// policy writes to "."; a small working directory, as an agent's fresh
+// workspace would be).
+inline std::string enterWorkDirectory(const std::string& name) {
+  std::string dir = "/var/tmp/" + name + "-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  check(::chdir(dir.c_str()) == 0, "chdir " + dir);
+  return dir;
+}
 
 // The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.
 inline std::string load() {
@@ -189,11 +240,11 @@ class Daemon {
 
   pid_t pid() const { return pid_; }
   cli::HttpClient& http() { return *http_; }
-  // POST /v1/sandboxes with `policy` (a JSON object): the reply ({id, workspace, ...}).
-  nlohmann::json createSandbox(const std::string& policy) {
+  // POST /v1/sandboxes with `policy` (a JSON object): the reply's body ({id, workspace, ...}).
+  std::string createSandbox(const std::string& policy) {
     auto r = http_->request("POST", "/v1/sandboxes", "{\"policy\":" + policy + "}");
     check(r.status == 200, "create sandbox: " + r.body);
-    return nlohmann::json::parse(r.body);
+    return r.body;
   }
 
  private:

@@ -7,64 +7,21 @@
 //     beyond the spares' own processes (reported apart)
 // Usage: build/bench/daemon_bench [RUNS] [GAP_MS]   (defaults 200, 10)
 // The daemon is build/stockaded, started here on a temporary socket.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 #include <vector>
 
-#include "src/cli/http_client.h"
+#include "bench/bench_support.h"
 #include "stockade/stockade.h"
-
-extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace stockade::bench;
 using nlohmann::json;
-
-struct Stats {
-  double median, p10, p90;
-};
-
-Stats measure(int runs, const std::function<void()>& once, std::chrono::milliseconds gap,
-              const std::function<void()>& after = {}) {
-  std::vector<double> us;
-  for (int i = 0; i < 10; ++i) {
-    once();
-    if (after) after();
-  }
-  for (int i = 0; i < runs; ++i) {
-    std::this_thread::sleep_for(gap);
-    auto t0 = Clock::now();
-    once();
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-    if (after) after();
-  }
-  std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[static_cast<std::size_t>(q * (us.size() - 1))]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-std::size_t statusKiB(pid_t pid, const char* field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line, name = std::string(field) + ":";
-  while (std::getline(in, line))
-    if (line.rfind(name, 0) == 0) return std::stoul(line.substr(name.size()));
-  return 0;
-}
 
 // Proportional set size: shared pages divided among their sharers.
 std::size_t pssKiB(pid_t pid) {
@@ -85,66 +42,19 @@ std::vector<pid_t> childrenOf(pid_t pid) {
   return out;
 }
 
-std::string load() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 // The bundled default policy: every sandbox and the library use it.
-std::string policyBody() { return json{{"policy", json::parse(stockade::SandboxPolicy::defaults().toJson())}}.dump(); }
+std::string defaultPolicy() { return stockade::SandboxPolicy::defaults().toJson(); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 200;
   std::chrono::milliseconds gap(argc > 2 ? std::atoi(argv[2]) : 10);
-  std::string dir = "/var/tmp/stockade-daemon-bench-" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  if (::chdir(dir.c_str()) != 0) return 1;
+  std::string dir = enterWorkDirectory("stockade-daemon-bench");
   std::printf("load average before: %s\n", load().c_str());
-
-  // The daemon.
-  std::string sock = dir + "/d.sock", token = "daemon-bench-token-0123456789", tokenFile = dir + "/token";
-  { std::ofstream(tokenFile) << token << "\n"; }
-  ::chmod(tokenFile.c_str(), 0600);
-  std::vector<std::string> args = {STOCKADED_PATH, "--listen", "unix:" + sock, "--state-dir", dir + "/state",
-                                   "--token-file", tokenFile, "--max-sandboxes", "1000"};
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  // Forked, not posix_spawn'd: it dies with the bench (PR_SET_PDEATHSIG),
-  // even when the bench aborts or is interrupted.
-  std::string log = dir + "/daemon.log";
-  const pid_t bench = ::getpid();
-  pid_t daemon = ::fork();
-  if (daemon < 0) return 1;
-  if (daemon == 0) {
-    int out = ::open("/dev/null", O_WRONLY | O_CLOEXEC), err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != bench || out < 0 || err < 0 ||
-        ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
-      ::_exit(127);
-    ::execve(cargs[0], cargs.data(), environ);
-    ::_exit(127);
-  }
-  stockade::cli::Endpoint ep{sock, "", 0, "unix:" + sock};
-  stockade::cli::HttpClient http(ep, token);
-  for (int i = 0; i < 500; ++i) {
-    try {
-      if (http.request("GET", "/v1/health").status == 200) break;
-    } catch (const stockade::cli::ClientError&) {
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  auto create = [&] {
-    auto r = http.request("POST", "/v1/sandboxes", policyBody());
-    if (r.status != 200) {
-      std::fprintf(stderr, "create: %s\n", r.body.c_str());
-      std::abort();
-    }
-    return json::parse(r.body)["id"].get<std::string>();
-  };
+  auto daemon = std::make_unique<Daemon>(STOCKADED_PATH, dir, std::vector<std::string>{"--max-sandboxes", "1000"});
+  stockade::cli::HttpClient& http = daemon->http();
+  auto create = [&] { return json::parse(daemon->createSandbox(defaultPolicy()))["id"].get<std::string>(); };
   std::string lastProcess;
   auto exec = [&](const std::string& sandbox) {
     auto r = http.request("POST", "/v1/sandboxes/" + sandbox + "/processes/run", R"({"argv":["/bin/true"]})");
@@ -184,16 +94,16 @@ int main(int argc, char** argv) {
 
   // 3. memory: 100 idle sandboxes, each with one ended child and its spare.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::size_t rssBefore = statusKiB(daemon, "VmRSS");
+  std::size_t rssBefore = statusKiB(daemon->pid(), "VmRSS");
   std::vector<std::string> idle;
   for (int i = 0; i < 100; ++i) {
     idle.push_back(create());
     exec(idle.back());
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));  // spares built, caches settled
-  std::size_t rssAfter = statusKiB(daemon, "VmRSS");
+  std::size_t rssAfter = statusKiB(daemon->pid(), "VmRSS");
   std::size_t spareKiB = 0;
-  auto spares = childrenOf(daemon);
+  auto spares = childrenOf(daemon->pid());
   for (pid_t c : spares) spareKiB += pssKiB(c);
 
   std::printf("stockaded over a unix socket vs the library, %d runs each, %lld ms between calls\n", runs,
@@ -212,8 +122,7 @@ int main(int argc, char** argv) {
               spares.size(), spareKiB, spares.empty() ? 0.0 : static_cast<double>(spareKiB) / spares.size());
   std::printf("load average after: %s\n", load().c_str());
 
-  ::kill(daemon, SIGTERM);
-  ::waitpid(daemon, nullptr, 0);
+  daemon.reset();
   std::filesystem::remove_all(dir);
   return 0;
 }

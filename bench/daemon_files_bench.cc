@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
     auto s = std::make_unique<Subject>();
     s->name = name;
     s->daemon = std::make_unique<Daemon>(binary, dir + "/" + name, std::vector<std::string>{"--policy", dir + "/baseline.json"});
-    json created = s->daemon->createSandbox(kPolicy);
+    json created = json::parse(s->daemon->createSandbox(kPolicy));
     s->id = created["id"];
     s->workspace = created["workspace"];
     subjects.push_back(std::move(s));
