@@ -7,6 +7,8 @@
 // About 10-30 s on a loaded 2-core machine (ctest label "large").
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <signal.h>
+#include <sys/statvfs.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -81,7 +83,16 @@ std::string curlBase(const DaemonProcess& d) {
 }
 
 TEST(StockadedStreamTest, ATwoGibUploadAndDownloadKeepTheDaemonsMemoryBounded) {
+  // A curl that stops early (the daemon refused) is a failure to report,
+  // not a SIGPIPE that ends the test binary without a word.
+  ::signal(SIGPIPE, SIG_IGN);
   TempDir dir;
+  struct statvfs disk {};
+  ASSERT_EQ(::statvfs(dir.path().c_str(), &disk), 0);
+  const std::uint64_t freeBytes = static_cast<std::uint64_t>(disk.f_bavail) * disk.f_frsize;
+  ASSERT_GT(freeBytes, kSize + (std::uint64_t{256} << 20))
+      << "the disk under " << dir.path() << " has " << (freeBytes >> 20) << " MiB free; this test stores a "
+      << (kSize >> 20) << " MiB file (one at a time)";
   std::ofstream(dir / "baseline.json") << daemonTestPolicy().dump();
   DaemonProcess::Options o;
   o.extraArgs = {"--policy", dir / "baseline.json"};

@@ -449,6 +449,30 @@ TEST_F(StockadedWorkspaceTest, AFileOverTheFileLimitIs413AnnouncedOrCountedAndLe
   EXPECT_EQ(put("/workspace/ok.bin", std::string(1000, 'z')).status, 204);
 }
 
+TEST_F(StockadedWorkspaceTest, AnUploadPastThePolicysFileSizeIs413CountedAndLeavesNothing) {
+  // The policy's limit is below --max-file-bytes: a body of announced length
+  // passes the announced check and is refused as it is counted.
+  json policy = sandboxPolicy();
+  policy["limits"]["fileSizeBytes"] = 1000;
+  auto made = client_->request("POST", "/v1/sandboxes", json{{"policy", policy}}.dump());
+  ASSERT_EQ(made.status, 200) << made.body;
+  const std::string id = body(made)["id"], workspace = body(made)["workspace"];
+  auto target = [&](const std::string& name) { return "/v1/sandboxes/" + id + "/files?path=/workspace/" + name; };
+  for (std::size_t size : {std::size_t{1001}, std::size_t{300000}}) {
+    SCOPED_TRACE(size);
+    HttpTestClient c = daemon_->client();
+    auto r = c.request("PUT", target("big.bin"), std::string(size, 'x'));
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_EQ(codeOf(r), "too_large") << r.body;
+    EXPECT_EQ(uploadTemporaries(workspace), std::vector<std::string>{});
+    EXPECT_FALSE(fs::exists(workspace + "/big.bin"));
+  }
+  // The neighbour: exactly the limit.
+  HttpTestClient c = daemon_->client();
+  EXPECT_EQ(c.request("PUT", target("ok.bin"), std::string(1000, 'z')).status, 204);
+  EXPECT_EQ(slurp(workspace + "/ok.bin"), std::string(1000, 'z'));
+}
+
 TEST_F(StockadedWorkspaceTest, PersistAndRestoreOverHttpWithTheirErrors) {
   const std::string base = "/v1/sandboxes/" + id_;
   ASSERT_EQ(put("/workspace/app/main.py", "v1").status, 204);
