@@ -218,11 +218,172 @@ std::string swappedParentHost(HostContext& h) {
   return {};
 }
 
+// Inside: links through /proc, whose magic links name the sandbox's (or the
+// runner's) root and cwd: absolute, so never followed by the host, and
+// RESOLVE_NO_MAGICLINKS refuses a magic link met on the way.
+Verdict procRootLinks(const Context& c) {
+  if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace"))
+    return *n;
+  const std::pair<std::string, std::string> links[] = {
+      {"/proc/self/root" + c.outside, "proc-self-root"},
+      {"/proc/" + std::to_string(c.hostPid) + "/root" + c.home + "/.ssh/id_ed25519", "proc-host-root"},
+      {"/proc/self/cwd/../outside", "proc-self-cwd"},
+      {"/proc/thread-self/root" + c.home, "proc-thread-root"},
+  };
+  for (const auto& [target, name] : links)
+    if (::symlink(target.c_str(), (c.ws + "/" + name).c_str()) != 0)
+      return unproven("symlink(" + name + "): " + errnoName(errno));
+  return held("planted ws/proc-* -> /proc/{self,thread-self,<runner>}/{root,cwd}/... for the host");
+}
+
+std::string procRootLinksHost(HostContext& h) {
+  auto opened = hostWorkspace(h);
+  if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
+  Workspace& ws = std::get<Workspace>(opened);
+  const std::string secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
+  const auto home = listing(h.home), outside = listing(h.outside);
+  auto inner = ws.download("/workspace/inner-link");
+  if (auto* got = std::get_if<std::string>(&inner); !got || *got != "WORKSPACE-README\n")
+    return "the host's allowed neighbour failed: download(/workspace/inner-link): " + codeOf(inner);
+  std::string problems;
+  auto expect = [&](const std::string& what, const std::string& code) {
+    if (code != "invalid_path") problems += what + ": " + code + " (want invalid_path); ";
+  };
+  for (const char* link : {"proc-self-root", "proc-host-root", "proc-self-cwd", "proc-thread-root"}) {
+    const std::string p = std::string("/workspace/") + link;
+    auto r = ws.download(p);
+    if (auto* got = std::get_if<std::string>(&r); got && !secret.empty() && got->find(secret) != std::string::npos)
+      return "download(" + p + ") returned the secret";
+    expect("download(" + p + ")", codeOf(r));
+    expect("list(" + p + ")", codeOf(ws.list(p)));
+    expect("download(" + p + "/target.txt)", codeOf(ws.download(p + "/target.txt")));
+    expect("upload(" + p + "/new.txt)", codeOf(ws.upload(p + "/new.txt", "HOST-UPLOAD\n")));
+    expect("makeDir(" + p + "/new)", codeOf(ws.makeDir(p + "/new")));
+  }
+  // The same spellings given by the API's caller: not beneath /workspace.
+  expect("download(/proc/self/root/etc/passwd)", codeOf(ws.download("/proc/self/root/etc/passwd")));
+  expect("download(/workspace/../proc/self/root/etc/passwd)",
+         codeOf(ws.download("/workspace/../proc/self/root/etc/passwd")));
+  testing::StringSink whole;
+  if (auto e = ws.exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
+  if (!secret.empty() && whole.out.find(secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
+  if (listing(h.home) != home) return "the host's calls changed home";
+  if (listing(h.outside) != outside) return "the host's calls changed outside";
+  return problems;
+}
+
+// Inside: a second name in the workspace for a file outside it (the secret,
+// unreadable in the sandbox; a file of outside), for the host to read or
+// write through. link() needs no read access to its source.
+Verdict hardlinkOut(const Context& c) {
+  if (auto n = neighbour(::link((c.ws + "/README").c_str(), (c.ws + "/readme-hard").c_str()) == 0,
+                         "hard link to ws/README"))
+    return *n;
+  long secretRc = ::link((c.home + "/.ssh/id_ed25519").c_str(), (c.ws + "/secret-hard").c_str());
+  Verdict secret = refused(secretRc, {EXDEV, ENOENT, EACCES, EPERM}, "link(~/.ssh/id_ed25519, ws/secret-hard)");
+  if (secret.result != Verdict::kHeld) return secret;
+  long outRc = ::link((c.outside + "/target.txt").c_str(), (c.ws + "/outside-hard").c_str());
+  Verdict out = refused(outRc, {EXDEV, ENOENT, EACCES, EPERM, EROFS}, "link(outside/target.txt, ws/outside-hard)");
+  if (out.result != Verdict::kHeld) return out;
+  return held(secret.detail + "; " + out.detail);
+}
+
+// Host: whatever names the program made, the host never reads the secret
+// through them, and an upload to one replaces the name, never the file
+// outside.
+std::string hardlinkOutHost(HostContext& h) {
+  auto opened = hostWorkspace(h);
+  if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
+  Workspace& ws = std::get<Workspace>(opened);
+  const std::string secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
+  const auto home = listing(h.home), outside = listing(h.outside);
+  auto neighbourRead = ws.download("/workspace/readme-hard");
+  if (auto* got = std::get_if<std::string>(&neighbourRead); !got || *got != "WORKSPACE-README\n")
+    return "the host's allowed neighbour failed: download(/workspace/readme-hard): " + codeOf(neighbourRead);
+  for (const char* name : {"/workspace/secret-hard", "/workspace/outside-hard"}) {
+    auto r = ws.download(name);
+    if (auto* got = std::get_if<std::string>(&r); got && !secret.empty() && got->find(secret) != std::string::npos)
+      return std::string("download(") + name + ") returned the secret";
+    (void)ws.upload(name, "HOST-UPLOAD\n");
+  }
+  testing::StringSink whole;
+  if (auto e = ws.exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
+  if (!secret.empty() && whole.out.find(secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
+  if (listing(h.home) != home) return "the host's calls changed home";
+  if (listing(h.outside) != outside) return "the host's upload through a hard link changed outside";
+  return {};
+}
+
+// Inside: an archive the program builds for the host to import (into this
+// sandbox or another), whose entries name protected names deep in the tree.
+Verdict protectedNameArchive(const Context& c) {
+  testing::TarBuilder ok;
+  ok.file("fine/deep/er/notes.txt", "FINE\n").end();
+  if (auto n = neighbour(writeFile(c.ws + "/fine.tar", ok.bytes()), "write ws/fine.tar")) return *n;
+  struct Entry {
+    const char* tar;
+    const char* name;
+  };
+  const Entry entries[] = {
+      {"evil-hook.tar", "proj/vendor/lib/.git/hooks/pre-commit"},
+      {"evil-config.tar", "a/b/c/d/.git/config"},
+      {"evil-bashrc.tar", "x/y/.bashrc"},
+      {"evil-denywrite.tar", "protected/deeper/planted"},
+  };
+  for (const auto& e : entries) {
+    testing::TarBuilder tar;
+    tar.file(e.name, "#!/bin/sh\necho OWNED\n", 0755).end();
+    if (!writeFile(c.ws + "/" + e.tar, tar.bytes())) return unproven(std::string("write ws/") + e.tar + ": " + errnoName(errno));
+  }
+  return held("built ws/evil-*.tar with protected names at depth for the host to import");
+}
+
+std::string protectedNameArchiveHost(HostContext& h) {
+  auto opened = hostWorkspace(h);
+  if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
+  Workspace& ws = std::get<Workspace>(opened);
+  auto importOf = [&](const std::string& tar, const std::string& into) -> std::string {
+    auto bytes = ws.download("/workspace/" + tar);
+    if (!std::holds_alternative<std::string>(bytes)) return "download: " + codeOf(bytes);
+    MemorySource source(std::get<std::string>(bytes));
+    return codeOf(ws.importTree(source, into));
+  };
+  if (auto code = importOf("fine.tar", "/workspace/imported-fine"); code != "ok")
+    return "the host's allowed neighbour failed: importTree(fine.tar): " + code;
+  if (testing::readWholeFile(h.ws + "/imported-fine/fine/deep/er/notes.txt") != "FINE\n")
+    return "the host's allowed neighbour failed: fine.tar's file is not in place";
+  std::string problems;
+  // Protected names are refused wherever they land; the denyWrite path
+  // (ws/protected) only where the archive puts it there.
+  const std::pair<const char*, std::vector<const char*>> attempts[] = {
+      {"evil-hook.tar", {"/workspace", "/workspace/imported"}},
+      {"evil-config.tar", {"/workspace", "/workspace/imported"}},
+      {"evil-bashrc.tar", {"/workspace", "/workspace/imported"}},
+      {"evil-denywrite.tar", {"/workspace"}},
+  };
+  for (const auto& [tar, destinations] : attempts) {
+    for (const char* into : destinations) {
+      const auto before = listing(h.ws);
+      std::string code = importOf(tar, into);
+      if (code != "invalid_archive" && code != "permission_denied")
+        problems += std::string("importTree(") + tar + " into " + into + "): " + code + "; ";
+      if (listing(h.ws) != before) problems += std::string("importTree(") + tar + ") changed the workspace; ";
+    }
+  }
+  return problems;
+}
+
 const bool registered = registerCases({
     {"file-endpoints", "download-planted-symlink", "plant a symlink out for the host's download and export", "CVE-2018-15664 class",
      plantedSymlink, {}, {}, {}, nullptr, plantedSymlinkHost},
     {"file-endpoints", "upload-swapped-parent", "swap a parent directory for a symlink during an upload", "TOCTOU on host-side file APIs",
      swappedParent, {}, {}, {}, swappedParentSetup, swappedParentHost},
+    {"file-endpoints", "download-through-proc-root", "plant symlinks through /proc/*/root and /proc/self/cwd for the host", "magic-link escapes (CVE-2019-5736 class)",
+     procRootLinks, {}, {}, {}, nullptr, procRootLinksHost},
+    {"file-endpoints", "hardlink-to-outside", "hard-link a file outside the workspace in for the host to read or write", "hard-link attacks on host-side copies",
+     hardlinkOut, {}, {}, {}, nullptr, hardlinkOutHost},
+    {"file-endpoints", "import-protected-name-at-depth", "an archive with .git/hooks, .git/config, .bashrc deep in its tree", "git hook planting via archives",
+     protectedNameArchive, {}, {}, {}, nullptr, protectedNameArchiveHost},
 });
 
 }  // namespace
