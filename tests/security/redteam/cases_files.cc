@@ -38,41 +38,80 @@ WorkspaceResult<Workspace> hostWorkspace(const HostContext& h) {
   return Workspace::open({.hostPath = h.ws, .rules = [rules] { return *rules; }});
 }
 
-// Inside: links out of the workspace for the host to follow, beside one
-// that stays inside.
-Verdict plantedSymlink(const Context& c) {
+// Inside: ws/inner-link -> README (the host's allowed neighbour), then each
+// of `links` (target, name in ws). nullopt when all were made.
+std::optional<Verdict> plantLinks(const Context& c, const std::vector<std::pair<std::string, std::string>>& links) {
   if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace"))
     return *n;
-  const std::pair<std::string, std::string> links[] = {
-      {c.home + "/.ssh/id_ed25519", "leak"},  // absolute, to the secret
-      {"../home/.ssh/id_ed25519", "leak-rel"},
-      {c.outside, "outdir"},                  // absolute, to a directory outside
-      {"../outside", "outdir-rel"},
-  };
   for (const auto& [target, name] : links)
     if (::symlink(target.c_str(), (c.ws + "/" + name).c_str()) != 0)
       return unproven("symlink(" + name + "): " + errnoName(errno));
+  return std::nullopt;
+}
+
+// The host's side of a check: the workspace opened with the runner's rules,
+// the secret, and home and outside as they were before the host's calls.
+struct HostView {
+  std::optional<Workspace> ws;
+  std::string secret;
+  std::map<std::string, std::string> home, outside;
+  std::string failure;   // set when the host could not look
+  std::string problems;  // what came back other than invalid_path
+  void expectInvalidPath(const std::string& what, const std::string& code) {
+    if (code != "invalid_path") problems += what + ": " + code + " (want invalid_path); ";
+  }
+};
+HostView lookAsHost(HostContext& h, const std::string& neighbourPath) {
+  HostView v;
+  auto opened = hostWorkspace(h);
+  if (auto* e = std::get_if<WorkspaceError>(&opened)) {
+    v.failure = "the host could not open the workspace: " + e->message;
+    return v;
+  }
+  v.ws.emplace(std::get<Workspace>(std::move(opened)));
+  v.secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
+  if (v.secret.empty()) v.failure = "the host could not read its own copy of the secret";
+  v.home = listing(h.home);
+  v.outside = listing(h.outside);
+  auto inner = v.ws->download(neighbourPath);
+  if (auto* got = std::get_if<std::string>(&inner); !got || *got != "WORKSPACE-README\n")
+    v.failure = "the host's allowed neighbour failed: download(" + neighbourPath + "): " + codeOf(inner);
+  return v;
+}
+
+// After the host's calls: the whole export holds no secret, home and
+// outside are as they were. Empty when so.
+std::string hostAfter(HostContext& h, HostView& v) {
+  testing::StringSink whole;
+  if (auto e = v.ws->exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
+  if (whole.out.find(v.secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
+  if (listing(h.home) != v.home) return "the host's calls changed home";
+  if (listing(h.outside) != v.outside) return "the host's calls changed outside";
+  return {};
+}
+
+// Inside: links out of the workspace for the host to follow, beside one
+// that stays inside.
+Verdict plantedSymlink(const Context& c) {
+  if (auto u = plantLinks(c, {
+                                 {c.home + "/.ssh/id_ed25519", "leak"},  // absolute, to the secret
+                                 {"../home/.ssh/id_ed25519", "leak-rel"},
+                                 {c.outside, "outdir"},  // absolute, to a directory outside
+                                 {"../outside", "outdir-rel"},
+                             }))
+    return *u;
   return held("planted ws/leak, ws/leak-rel -> ~/.ssh/id_ed25519 and ws/outdir, ws/outdir-rel -> outside");
 }
 
 // Host: every operation through the planted links is invalid_path, and
 // nothing the host gets back holds the secret.
 std::string plantedSymlinkHost(HostContext& h) {
-  auto opened = hostWorkspace(h);
-  if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
-  Workspace& ws = std::get<Workspace>(opened);
-  const std::string secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
-  if (secret.empty()) return "the host could not read its own copy of the secret";
-  const auto home = listing(h.home), outside = listing(h.outside);
-
-  auto inner = ws.download("/workspace/inner-link");
-  if (auto* got = std::get_if<std::string>(&inner); !got || *got != "WORKSPACE-README\n")
-    return "the host's allowed neighbour failed: download(/workspace/inner-link): " + codeOf(inner);
-
-  std::string problems;
-  auto expect = [&](const std::string& what, const std::string& code) {
-    if (code != "invalid_path") problems += what + ": " + code + " (want invalid_path); ";
-  };
+  HostView v = lookAsHost(h, "/workspace/inner-link");
+  if (!v.failure.empty()) return v.failure;
+  Workspace& ws = *v.ws;
+  const std::string& secret = v.secret;
+  std::string& problems = v.problems;
+  auto expect = [&](const std::string& what, const std::string& code) { v.expectInvalidPath(what, code); };
   for (const char* leak : {"/workspace/leak", "/workspace/leak-rel"}) {
     auto r = ws.download(leak);
     if (auto* got = std::get_if<std::string>(&r); got && got->find(secret) != std::string::npos)
@@ -110,12 +149,10 @@ std::string plantedSymlinkHost(HostContext& h) {
 
   testing::StringSink whole;
   if (auto e = ws.exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
-  if (whole.out.find(secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
   if (whole.out.find("WORKSPACE-README") == std::string::npos) return "exportTree(/workspace) lacks README's content";
   // remove() of a link removes the link, never what it names.
   if (auto e = ws.remove("/workspace/leak")) problems += "remove(/workspace/leak): " + std::string(e->codeName()) + "; ";
-  if (listing(h.home) != home) return "the host's calls changed home";
-  if (listing(h.outside) != outside) return "the host's calls changed outside";
+  if (auto after = hostAfter(h, v); !after.empty()) return after;
   return problems;
 }
 
@@ -222,37 +259,28 @@ std::string swappedParentHost(HostContext& h) {
 // runner's) root and cwd: absolute, so never followed by the host, and
 // RESOLVE_NO_MAGICLINKS refuses a magic link met on the way.
 Verdict procRootLinks(const Context& c) {
-  if (auto n = neighbour(::symlink("README", (c.ws + "/inner-link").c_str()) == 0, "a symlink inside the workspace"))
-    return *n;
-  const std::pair<std::string, std::string> links[] = {
-      {"/proc/self/root" + c.outside, "proc-self-root"},
-      {"/proc/" + std::to_string(c.hostPid) + "/root" + c.home + "/.ssh/id_ed25519", "proc-host-root"},
-      {"/proc/self/cwd/../outside", "proc-self-cwd"},
-      {"/proc/thread-self/root" + c.home, "proc-thread-root"},
-  };
-  for (const auto& [target, name] : links)
-    if (::symlink(target.c_str(), (c.ws + "/" + name).c_str()) != 0)
-      return unproven("symlink(" + name + "): " + errnoName(errno));
+  if (auto u = plantLinks(c, {
+                                 {"/proc/self/root" + c.outside, "proc-self-root"},
+                                 {"/proc/" + std::to_string(c.hostPid) + "/root" + c.home + "/.ssh/id_ed25519",
+                                  "proc-host-root"},
+                                 {"/proc/self/cwd/../outside", "proc-self-cwd"},
+                                 {"/proc/thread-self/root" + c.home, "proc-thread-root"},
+                             }))
+    return *u;
   return held("planted ws/proc-* -> /proc/{self,thread-self,<runner>}/{root,cwd}/... for the host");
 }
 
 std::string procRootLinksHost(HostContext& h) {
-  auto opened = hostWorkspace(h);
-  if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
-  Workspace& ws = std::get<Workspace>(opened);
-  const std::string secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
-  const auto home = listing(h.home), outside = listing(h.outside);
-  auto inner = ws.download("/workspace/inner-link");
-  if (auto* got = std::get_if<std::string>(&inner); !got || *got != "WORKSPACE-README\n")
-    return "the host's allowed neighbour failed: download(/workspace/inner-link): " + codeOf(inner);
-  std::string problems;
-  auto expect = [&](const std::string& what, const std::string& code) {
-    if (code != "invalid_path") problems += what + ": " + code + " (want invalid_path); ";
-  };
+  HostView v = lookAsHost(h, "/workspace/inner-link");
+  if (!v.failure.empty()) return v.failure;
+  Workspace& ws = *v.ws;
+  const std::string& secret = v.secret;
+  std::string& problems = v.problems;
+  auto expect = [&](const std::string& what, const std::string& code) { v.expectInvalidPath(what, code); };
   for (const char* link : {"proc-self-root", "proc-host-root", "proc-self-cwd", "proc-thread-root"}) {
     const std::string p = std::string("/workspace/") + link;
     auto r = ws.download(p);
-    if (auto* got = std::get_if<std::string>(&r); got && !secret.empty() && got->find(secret) != std::string::npos)
+    if (auto* got = std::get_if<std::string>(&r); got && got->find(secret) != std::string::npos)
       return "download(" + p + ") returned the secret";
     expect("download(" + p + ")", codeOf(r));
     expect("list(" + p + ")", codeOf(ws.list(p)));
@@ -264,11 +292,7 @@ std::string procRootLinksHost(HostContext& h) {
   expect("download(/proc/self/root/etc/passwd)", codeOf(ws.download("/proc/self/root/etc/passwd")));
   expect("download(/workspace/../proc/self/root/etc/passwd)",
          codeOf(ws.download("/workspace/../proc/self/root/etc/passwd")));
-  testing::StringSink whole;
-  if (auto e = ws.exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
-  if (!secret.empty() && whole.out.find(secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
-  if (listing(h.home) != home) return "the host's calls changed home";
-  if (listing(h.outside) != outside) return "the host's calls changed outside";
+  if (auto after = hostAfter(h, v); !after.empty()) return after;
   return problems;
 }
 
@@ -292,26 +316,15 @@ Verdict hardlinkOut(const Context& c) {
 // through them, and an upload to one replaces the name, never the file
 // outside.
 std::string hardlinkOutHost(HostContext& h) {
-  auto opened = hostWorkspace(h);
-  if (auto* e = std::get_if<WorkspaceError>(&opened)) return "the host could not open the workspace: " + e->message;
-  Workspace& ws = std::get<Workspace>(opened);
-  const std::string secret = testing::readWholeFile(h.home + "/.ssh/id_ed25519");
-  const auto home = listing(h.home), outside = listing(h.outside);
-  auto neighbourRead = ws.download("/workspace/readme-hard");
-  if (auto* got = std::get_if<std::string>(&neighbourRead); !got || *got != "WORKSPACE-README\n")
-    return "the host's allowed neighbour failed: download(/workspace/readme-hard): " + codeOf(neighbourRead);
+  HostView v = lookAsHost(h, "/workspace/readme-hard");
+  if (!v.failure.empty()) return v.failure;
   for (const char* name : {"/workspace/secret-hard", "/workspace/outside-hard"}) {
-    auto r = ws.download(name);
-    if (auto* got = std::get_if<std::string>(&r); got && !secret.empty() && got->find(secret) != std::string::npos)
+    auto r = v.ws->download(name);
+    if (auto* got = std::get_if<std::string>(&r); got && got->find(v.secret) != std::string::npos)
       return std::string("download(") + name + ") returned the secret";
-    (void)ws.upload(name, "HOST-UPLOAD\n");
+    (void)v.ws->upload(name, "HOST-UPLOAD\n");  // replaces the name, never the file it shares
   }
-  testing::StringSink whole;
-  if (auto e = ws.exportTree(whole)) return "the host's allowed neighbour failed: exportTree(/workspace): " + e->message;
-  if (!secret.empty() && whole.out.find(secret) != std::string::npos) return "exportTree(/workspace) holds the secret";
-  if (listing(h.home) != home) return "the host's calls changed home";
-  if (listing(h.outside) != outside) return "the host's upload through a hard link changed outside";
-  return {};
+  return hostAfter(h, v);
 }
 
 // Inside: an archive the program builds for the host to import (into this
