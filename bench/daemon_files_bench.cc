@@ -81,9 +81,29 @@ std::string percentOf(const std::vector<double>& ours, const std::vector<double>
   return out;
 }
 
+// The bench's directory, removed however the bench ends (GiBs of files on
+// a disk others share).
+std::string& benchDir() {
+  static std::string dir;
+  return dir;
+}
+
+int run(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    check(false, e.what());  // exits: the directory goes with it
+  }
+  return 1;
+}
+
+namespace {
+
+int run(int argc, char** argv) {
   std::vector<std::string> positional;
   std::string baseline;
   for (int i = 1; i < argc; ++i) {
@@ -96,8 +116,12 @@ int main(int argc, char** argv) {
   }
   const int runs = positional.size() > 0 ? std::max(1, std::atoi(positional[0].c_str())) : 5;
   const long fileMiB = positional.size() > 1 ? std::max(1L, std::atol(positional[1].c_str())) : 1024;
-  const std::string dir = "/var/tmp/stockade-files-bench-" + std::to_string(::getpid());
+  const std::string dir = benchDir() = "/var/tmp/stockade-files-bench-" + std::to_string(::getpid());
   fs::create_directories(dir);
+  std::atexit([] {
+    std::error_code ec;
+    fs::remove_all(benchDir(), ec);
+  });
   { std::ofstream(dir + "/baseline.json") << kPolicy; }
   std::printf("daemon_files_bench: %d runs, a %ld MiB file, a tree of 5,000 small and 4 large files; load average "
               "before: %s\n",
@@ -200,7 +224,7 @@ int main(int argc, char** argv) {
   }
   std::printf("load average after: %s\n", load().c_str());
   subjects.clear();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   return 0;
 }
+
+}  // namespace
