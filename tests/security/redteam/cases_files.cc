@@ -273,27 +273,22 @@ Verdict procRootLinks(const Context& c) {
 std::string procRootLinksHost(HostContext& h) {
   HostView v = lookAsHost(h, "/workspace/inner-link");
   if (!v.failure.empty()) return v.failure;
-  Workspace& ws = *v.ws;
-  const std::string& secret = v.secret;
-  std::string& problems = v.problems;
-  auto expect = [&](const std::string& what, const std::string& code) { v.expectInvalidPath(what, code); };
   for (const char* link : {"proc-self-root", "proc-host-root", "proc-self-cwd", "proc-thread-root"}) {
     const std::string p = std::string("/workspace/") + link;
-    auto r = ws.download(p);
-    if (auto* got = std::get_if<std::string>(&r); got && got->find(secret) != std::string::npos)
+    auto r = v.ws->download(p);
+    if (auto* got = std::get_if<std::string>(&r); got && got->find(v.secret) != std::string::npos)
       return "download(" + p + ") returned the secret";
-    expect("download(" + p + ")", codeOf(r));
-    expect("list(" + p + ")", codeOf(ws.list(p)));
-    expect("download(" + p + "/target.txt)", codeOf(ws.download(p + "/target.txt")));
-    expect("upload(" + p + "/new.txt)", codeOf(ws.upload(p + "/new.txt", "HOST-UPLOAD\n")));
-    expect("makeDir(" + p + "/new)", codeOf(ws.makeDir(p + "/new")));
+    v.expectInvalidPath("download(" + p + ")", codeOf(r));
+    v.expectInvalidPath("list(" + p + ")", codeOf(v.ws->list(p)));
+    v.expectInvalidPath("download(" + p + "/target.txt)", codeOf(v.ws->download(p + "/target.txt")));
+    v.expectInvalidPath("upload(" + p + "/new.txt)", codeOf(v.ws->upload(p + "/new.txt", "HOST-UPLOAD\n")));
+    v.expectInvalidPath("makeDir(" + p + "/new)", codeOf(v.ws->makeDir(p + "/new")));
   }
   // The same spellings given by the API's caller: not beneath /workspace.
-  expect("download(/proc/self/root/etc/passwd)", codeOf(ws.download("/proc/self/root/etc/passwd")));
-  expect("download(/workspace/../proc/self/root/etc/passwd)",
-         codeOf(ws.download("/workspace/../proc/self/root/etc/passwd")));
+  for (const char* given : {"/proc/self/root/etc/passwd", "/workspace/../proc/self/root/etc/passwd"})
+    v.expectInvalidPath(std::string("download(") + given + ")", codeOf(v.ws->download(given)));
   if (auto after = hostAfter(h, v); !after.empty()) return after;
-  return problems;
+  return v.problems;
 }
 
 // Inside: a second name in the workspace for a file outside it (the secret,
