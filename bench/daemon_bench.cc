@@ -46,46 +46,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "bench/daemon_fixture.h"
 #include "stockade/stockade.h"
 
-extern char** environ;
-
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace stockade::bench;
 using nlohmann::json;
-
-struct Stats {
-  double median, p10, p90;
-};
-
-Stats measure(int runs, const std::function<void()>& once, std::chrono::milliseconds gap,
-              const std::function<void()>& after = {}) {
-  std::vector<double> us;
-  for (int i = 0; i < 10; ++i) {
-    once();
-    if (after) after();
-  }
-  for (int i = 0; i < runs; ++i) {
-    std::this_thread::sleep_for(gap);
-    auto t0 = Clock::now();
-    once();
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-    if (after) after();
-  }
-  std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[static_cast<std::size_t>(q * (us.size() - 1))]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-std::size_t statusKiB(pid_t pid, const char* field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line, name = std::string(field) + ":";
-  while (std::getline(in, line))
-    if (line.rfind(name, 0) == 0) return std::stoul(line.substr(name.size()));
-  return 0;
-}
 
 // Proportional set size: shared pages divided among their sharers.
 std::size_t pssKiB(pid_t pid) {
@@ -106,24 +74,14 @@ std::vector<pid_t> childrenOf(pid_t pid) {
   return out;
 }
 
-std::string load() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 // The bundled default policy: every sandbox and the library use it.
 json defaultPolicy() { return json::parse(stockade::SandboxPolicy::defaults().toJson()); }
 
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 double bareTrueMs() {
-  char* args[] = {const_cast<char*>("/bin/true"), nullptr};
   auto t0 = Clock::now();
-  pid_t pid;
-  if (::posix_spawn(&pid, args[0], nullptr, nullptr, args, environ) != 0) std::abort();
-  ::waitpid(pid, nullptr, 0);
+  bareTrue();
   return msSince(t0);
 }
 

@@ -21,49 +21,21 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "stockade/stockade.h"
 
 extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct Stats {
-  double median, p10, p90;
-};
-
-Stats measure(int runs, const std::function<void()>& once, std::chrono::milliseconds gap = {}) {
-  std::vector<double> us;
-  for (int i = 0; i < 10; ++i) once();  // warm-up
-  for (int i = 0; i < runs; ++i) {
-    std::this_thread::sleep_for(gap);
-    auto t0 = Clock::now();
-    once();
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[static_cast<std::size_t>(q * (us.size() - 1))]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-void bare() {
-  pid_t pid;
-  char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
-  if (posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ) != 0) std::abort();
-  int status;
-  waitpid(pid, &status, 0);
-}
+using namespace stockade::bench;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 200;
   std::chrono::milliseconds gap(argc > 2 ? std::atoi(argv[2]) : 10);
-  // A small working directory, as an agent's fresh workspace would be.
-  std::string dir = "/var/tmp/stockade-bench-" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  if (::chdir(dir.c_str()) != 0) return 1;
+  std::string dir = enterWorkDirectory("stockade-bench");
 
   auto& manager = stockade::SandboxManager::instance();
   manager.setAuditSink([](const std::string&) {});
@@ -73,9 +45,9 @@ int main(int argc, char** argv) {
     if (out.completion.exitCode != 0) std::abort();
   };
 
-  Stats b = measure(runs, bare);
+  Stats b = measure(runs, bareTrue);
   Stats m = measure(runs, viaManager);
-  Stats bg = measure(runs, bare, gap);
+  Stats bg = measure(runs, bareTrue, gap);
   Stats mg = measure(runs, viaManager, gap);
   std::printf("spawn latency of /bin/true, %d runs each (microseconds: median [p10, p90])\n", runs);
   std::printf("back to back:\n");

@@ -20,38 +20,16 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "stockade/stockade.h"
 
 extern char** environ;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-struct Stats {
-  double median, p10, p90;
-};
-
-Stats stats(std::vector<double> us) {
-  std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))]; };
-  return {at(0.5), at(0.1), at(0.9)};
-}
-
-double timeUs(const std::function<void()>& once) {
-  auto t0 = Clock::now();
-  once();
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
-void bare() {
-  pid_t pid;
-  char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
-  if (posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ) != 0) std::abort();
-  int status;
-  waitpid(pid, &status, 0);
-}
+using namespace stockade::bench;
 
 // CPU time (seconds, nanosecond resolution: schedstat's first field) of this
 // process's thread named `name`.
@@ -90,9 +68,7 @@ T must(stockade::ProcessResult<T> r) {
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 200;
   const std::chrono::milliseconds gap(argc > 2 ? std::atoi(argv[2]) : 10);
-  std::string dir = "/var/tmp/stockade-bench-" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  if (::chdir(dir.c_str()) != 0) return 1;
+  std::string dir = enterWorkDirectory("stockade-bench");
 
   auto& manager = stockade::SandboxManager::instance();
   manager.setAuditSink([](const std::string&) {});
@@ -114,11 +90,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 10; ++i) viaRun(), viaStart();  // warm-up
   for (int i = 0; i < runs; ++i) {
     std::this_thread::sleep_for(gap);
-    b.push_back(timeUs(bare));
+    b.push_back(microseconds(bareTrue));
     std::this_thread::sleep_for(gap);
-    r.push_back(timeUs(viaRun));
+    r.push_back(microseconds(viaRun));
     std::this_thread::sleep_for(gap);
-    s.push_back(timeUs(viaStart));
+    s.push_back(microseconds(viaStart));
   }
   Stats sb = stats(b), sr = stats(r), ss = stats(s);
   std::printf("spawn latency of /bin/true, %d runs each, %lld ms apart (microseconds: median [p10, p90])\n", runs,

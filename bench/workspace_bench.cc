@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "stockade/policy.h"
 #include "stockade/rules.h"
 #include "stockade/workspace.h"
@@ -29,33 +30,15 @@
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using namespace stockade::bench;
 using namespace stockade;
-
-double seconds(const std::function<void()>& f) {
-  auto start = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "workspace_bench: %s failed\n", what);
-    std::exit(1);
-  }
-}
-
-void sh(const std::string& command) { check(std::system(command.c_str()) == 0, command.c_str()); }
 
 Workspace openWorkspace(const std::string& dir) {
   auto derived = derive(SandboxPolicy::fromJson(R"({"filesystem": {"denyRead": [], "allowRead": [],
                                                    "allowWrite": ["."], "denyWrite": []}})"),
-                        {.home = dir, .cwd = dir, .tmpdir = std::nullopt});
+                        // Home is the bench's root: a policy may not let a child write the home directory itself.
+                        {.home = fs::path(dir).parent_path().string(), .cwd = dir, .tmpdir = std::nullopt});
+  if (auto* e = std::get_if<PolicyError>(&derived)) check(false, "derive: " + e->text());
   auto rules = std::make_shared<DerivedRules>(std::get<DerivedRules>(std::move(derived)));
   auto w = Workspace::open({.hostPath = dir, .rules = [rules] { return *rules; }});
   check(std::holds_alternative<Workspace>(w), "Workspace::open");
@@ -103,19 +86,7 @@ int main(int argc, char** argv) {
   const std::string src = root + "/src";
 
   // 10,000 files: 100 directories of 100 files, 1-8 KiB each.
-  std::mt19937 rng(42);
-  std::string data(8192, '\0');
-  for (auto& c : data) c = static_cast<char>(rng());
-  for (int d = 0; d < 100; ++d) {
-    fs::create_directories(src + "/d" + std::to_string(d));
-    for (int f = 0; f < 100; ++f) {
-      std::string path = src + "/d" + std::to_string(d) + "/f" + std::to_string(f);
-      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      std::size_t size = 1024 + rng() % 7168;
-      check(::write(fd, data.data(), size) == static_cast<ssize_t>(size), "write");
-      ::close(fd);
-    }
-  }
+  writeSmallTree(src, 100, 100);
   Workspace ws = openWorkspace(src);
   std::vector<double> oursExport, tarExport, oursImport, tarImport;
   for (int i = 0; i < runs; ++i) {
@@ -140,32 +111,18 @@ int main(int argc, char** argv) {
 
   // A large file: upload (FileWriter) and download (FileReader) against cp.
   const std::string big = root + "/big.bin";
-  {
-    int fd = ::open(big.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::string chunk(1 << 20, '\0');
-    for (auto& c : chunk) c = static_cast<char>(rng());
-    for (long i = 0; i < fileMiB; ++i) check(::write(fd, chunk.data(), chunk.size()) == (1 << 20), "write big");
-    ::close(fd);
-  }
+  writeRandomFile(big, fileMiB);
   std::string filesDir = root + "/files";
   fs::create_directories(filesDir);
   Workspace files = openWorkspace(filesDir);
   std::vector<double> oursUp, cpUp, oursDown, cpDown;
   for (int i = 0; i < runs; ++i) {
-    // Every write leaves a GiB of dirty pages behind for the next step to
-    // contend with: each run starts at another column.
-    auto rotated = [&](std::vector<std::pair<std::vector<double>*, std::function<void()>>> steps) {
-      for (std::size_t k = 0; k < steps.size(); ++k) {
-        auto& [out, step] = steps[(k + static_cast<std::size_t>(i)) % steps.size()];
-        out->push_back(seconds(step));
-      }
-    };
-    rotated({{&oursUp, [&] {
+    rotated(i, {{&oursUp, [&] {
                 FileSource source(big);
                 check(!files.upload("/workspace/big.bin", source), "upload");
               }},
              {&cpUp, [&] { sh("cp " + big + " " + filesDir + "/cp.bin"); }}});
-    rotated({{&oursDown, [&] {
+    rotated(i, {{&oursDown, [&] {
                 FileSink sink(root + "/down.bin");
                 check(!files.download("/workspace/big.bin", sink), "download");
               }},

@@ -1,6 +1,7 @@
 #include "src/daemon/pumps.h"
 
 #include <thread>
+#include <vector>
 
 namespace stockade::daemon {
 
@@ -109,5 +110,67 @@ std::optional<Response> ThreadedReply::poll(const Waker& wake) {
 
 ThreadedDuplex::ThreadedDuplex(std::function<void(std::string_view)> onInput, ThreadedChunks::Produce produce)
     : onInput_(std::move(onInput)), output_(std::move(produce)) {}
+
+std::optional<Response> relay(const RelayRead& read, const RelayWrite& write, std::size_t pieces,
+                              std::size_t pieceBytes) {
+  struct Piece {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
+  };
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<Piece> free, full;
+  bool ended = false;
+  std::optional<Response> failure;
+  auto fail = [&](Response r) {
+    std::lock_guard lock(mu);
+    if (!failure) failure = std::move(r);
+    changed.notify_all();
+  };
+  for (std::size_t i = 0; i < pieces; ++i) free.push_back({std::make_unique_for_overwrite<char[]>(pieceBytes), 0});
+  std::thread writer([&] {
+    for (;;) {
+      Piece p;
+      {
+        std::unique_lock lock(mu);
+        changed.wait(lock, [&] { return !full.empty() || ended || failure; });
+        if (failure || full.empty()) return;
+        p = std::move(full.front());
+        full.pop_front();
+      }
+      if (auto e = write(std::string_view(p.data.get(), p.size))) return fail(std::move(*e));
+      std::lock_guard lock(mu);
+      free.push_back(std::move(p));
+      changed.notify_all();
+    }
+  });
+  for (;;) {
+    Piece p;
+    {
+      std::unique_lock lock(mu);
+      changed.wait(lock, [&] { return !free.empty() || failure; });
+      if (failure) break;
+      p = std::move(free.front());
+      free.pop_front();
+    }
+    auto n = read(std::span<char>(p.data.get(), pieceBytes));
+    if (auto* e = std::get_if<Response>(&n)) {
+      fail(std::move(*e));
+      break;
+    }
+    p.size = std::get<std::size_t>(n);
+    if (p.size == 0) break;
+    std::lock_guard lock(mu);
+    full.push_back(std::move(p));
+    changed.notify_all();
+  }
+  {
+    std::lock_guard lock(mu);
+    ended = true;
+    changed.notify_all();
+  }
+  writer.join();
+  return failure;
+}
 
 }  // namespace stockade::daemon

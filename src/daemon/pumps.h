@@ -6,13 +6,17 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <span>
 #include <string>
+#include <string_view>
+#include <variant>
 
 #include "src/daemon/server.h"
 
@@ -64,5 +68,18 @@ class ThreadedDuplex : public Duplex {
   std::function<void(std::string_view)> onInput_;
   ThreadedChunks output_;
 };
+
+// Moves bytes from `read` (a count, 0 at the end) to `write` with the two
+// overlapped: the calling thread reads the next piece while a second thread
+// writes the one before, so the socket and the disk are both kept busy (one
+// thread doing both leaves the client waiting while each piece is written:
+// a unix socket holds about 200 KiB). At most `pieces` x `pieceBytes` are in
+// flight, each byte is copied once into a piece and written from there.
+// Returns the first failure of either side, after which neither is called
+// again; the write thread is joined before it returns.
+using RelayRead = std::function<std::variant<std::size_t, Response>(std::span<char>)>;
+using RelayWrite = std::function<std::optional<Response>(std::string_view)>;
+std::optional<Response> relay(const RelayRead& read, const RelayWrite& write, std::size_t pieces = 4,
+                              std::size_t pieceBytes = std::size_t{1} << 18);
 
 }  // namespace stockade::daemon

@@ -47,6 +47,7 @@
 #include <unordered_map>
 
 #include "platform/unique_fd.h"
+#include "src/daemon/socket_body.h"
 
 namespace stockade::daemon {
 
@@ -299,8 +300,9 @@ bool iequals(std::string_view a, std::string_view b) { return lower(a) == lower(
 
 // ---- streamed request bodies -------------------------------------------------
 
-// The queue between a connection's coroutine, which reads a kRaw body off
-// the socket, and the handler's thread, which read()s it: at most
+// The queue between a connection's coroutine, which reads a chunked kRaw
+// body off the socket through Beast's parser, and the handler's thread,
+// which read()s it (a body of announced length skips it: SocketBody): at most
 // kCapacity bytes wait in it, so the client is held back (TCP flow control)
 // and memory stays bounded whatever the body's size.
 class BodyPipe final : public BodyReader {
@@ -783,15 +785,26 @@ struct Server::Impl {
 
   // A kRaw route: the handler decides first (a refusal comes before any
   // body is read, and before "100 Continue"), then its Deferred reads the
-  // body from the pipe while pumpBody() fills it from the socket.
+  // body while this coroutine waits for its reply. A body of announced
+  // length is read by the handler's thread straight off the socket
+  // (SocketBody); a chunked one is decoded by Beast here, pumpBody() filling
+  // a bounded pipe the handler reads.
   awaitable<bool> serveStreamedBody(std::shared_ptr<Conn> c, http::request_parser<http::empty_body>& head, Request& r,
                                     unsigned version, bool hasBody, bool continueFirst,
                                     std::optional<std::uint64_t> contentLength, Exchange& x) {
     bool keepAlive = head.get().keep_alive();
-    auto parser = std::make_shared<http::request_parser<http::buffer_body>>(std::move(head));
-    parser->body_limit(options.limits.maxRawBodyBytes);
-    auto pipe = std::make_shared<BodyPipe>(contentLength);
-    r.rawBody = pipe;
+    std::shared_ptr<SocketBody> direct;
+    std::shared_ptr<BodyPipe> pipe;
+    std::shared_ptr<http::request_parser<http::buffer_body>> parser;
+    if (head.get().chunked()) {
+      parser = std::make_shared<http::request_parser<http::buffer_body>>(std::move(head));
+      parser->body_limit(options.limits.maxRawBodyBytes);
+      pipe = std::make_shared<BodyPipe>(contentLength);
+      r.rawBody = pipe;
+    } else {
+      direct = std::make_shared<SocketBody>(contentLength.value_or(0), options.limits.bodyTimeout);
+      r.rawBody = direct;
+    }
     auto job = [this, &r]() -> awaitable<Reply> { co_return runHandler(r); };
     Reply reply = co_await asio::co_spawn(workers.get_executor(), std::move(job), asio::use_awaitable);
     auto* deferred = std::get_if<Deferred>(&reply);
@@ -804,17 +817,21 @@ struct Server::Impl {
       finish(x);
       co_return ok && keepAlive && !hasBody;
     }
-    auto signal = std::make_shared<WakeSignal>(c->stream.get_executor());
-    pipe->setWaker(makeWaker(signal));
-    if (hasBody) {
+    if (direct) {
+      co_await handOverSocket(*c, *direct, hasBody, continueFirst, version);
+    } else {
+      auto signal = std::make_shared<WakeSignal>(c->stream.get_executor());
+      pipe->setWaker(makeWaker(signal));
       asio::co_spawn(c->stream.get_executor(), pumpBody(c, parser, pipe, signal, continueFirst, version),
                      asio::detached);
-    } else {
-      pipe->finish();
     }
     std::optional<Response> resp = co_await awaitDeferred(*c, std::move(deferred->reply), PeerWatch::kOff);
-    bool complete = pipe->complete();
-    pipe->abandon();
+    bool complete = direct ? direct->complete() : pipe->complete();
+    if (direct) {
+      direct->abandon();
+    } else {
+      pipe->abandon();
+    }
     bool keep = keepAlive && complete;
     bool ok = false;
     if (resp) {
@@ -824,6 +841,38 @@ struct Server::Impl {
     }
     finish(x);
     co_return ok && keep;
+  }
+
+  // Lets the handler's thread read a body of announced length off the
+  // socket: "100 Continue" first when the client waits for it, then a dup
+  // of the socket with the body bytes already buffered past the head.
+  // Until the reply is back nothing on this side reads the socket.
+  awaitable<void> handOverSocket(Conn& c, SocketBody& body, bool hasBody, bool continueFirst, unsigned version) {
+    if (!hasBody) {
+      body.open({}, {});
+      co_return;
+    }
+    if (continueFirst) {
+      http::response<http::empty_body> cont{http::status::continue_, version};
+      c.stream.expires_after(options.limits.writeTimeout);
+      error_code ec;
+      co_await http::async_write(c.stream, cont, tok(ec));
+      if (ec) {
+        body.fail({ApiCode::kUnavailable, "the client went away before sending its body"});
+        co_return;
+      }
+    }
+    platform::UniqueFd socket(::fcntl(c.stream.socket().native_handle(), F_DUPFD_CLOEXEC, 0));
+    if (!socket) {
+      body.fail({ApiCode::kUnavailable, std::string("fcntl(F_DUPFD_CLOEXEC) of the connection failed: ") +
+                                            std::strerror(errno)});
+      co_return;
+    }
+    auto buffered = c.buffer.data();
+    std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(buffered.size(), *body.announcedLength()));
+    std::string early(static_cast<const char*>(buffered.data()), take);
+    c.buffer.consume(take);
+    body.open(std::move(socket), std::move(early));
   }
 
   // Reads a streamed body off the socket into `pipe`, a piece at a time,

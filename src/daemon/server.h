@@ -46,8 +46,8 @@ std::variant<ListenAddress, std::string> parseListenAddress(std::string_view tex
 struct ServerLimits {
   std::size_t maxJsonBodyBytes = 16u << 20;  // 413 too_large beyond
   // Streamed bodies (BodyKind::kRaw: file uploads, tar trees): 413 too_large
-  // beyond, announced or counted. They pass through a bounded queue, never
-  // held whole.
+  // beyond, announced or counted. They are read piece by piece as the
+  // handler consumes them, never held whole.
   std::uint64_t maxRawBodyBytes = std::uint64_t{8} << 30;
   std::size_t maxHeaderBytes = 64u << 10;    // 413 too_large beyond (request line and headers)
   std::size_t maxConcurrentRequests = 256;   // requests being served at once, streams included: 503 beyond
@@ -75,8 +75,9 @@ struct Peer {
   std::string address;               // TCP: "127.0.0.1:53412"
 };
 
-// The body of a BodyKind::kRaw request, read as it arrives: the server
-// reads the socket into a bounded queue and read() takes from it. Blocking:
+// The body of a BodyKind::kRaw request, read as it arrives: one of
+// announced length straight off the socket by read() itself, a chunked one
+// through the server's parser and a bounded queue. Blocking:
 // read it from a thread of the handler's own (a Deferred's), never from
 // handle() itself, which runs before the server starts reading the body.
 class BodyReader {

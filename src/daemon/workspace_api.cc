@@ -103,6 +103,19 @@ Decoded<T> withEmptyQuery(const Request& r, Decoded<T> decoded) {
   return decoded;
 }
 
+// A long operation of the library (a persist, a restore, a snapshot) on a
+// thread of its own: its JSON, or its error, is the reply.
+template <class Run>
+Reply onItsOwnThread(Run run) {
+  return Deferred{std::make_shared<ThreadedReply>([run = std::move(run)](std::stop_token) mutable {
+    return guarded([&] {
+      WorkspaceResult<json> done = run();
+      if (auto* e = std::get_if<WorkspaceError>(&done)) return errorReply(*e);
+      return jsonReply(std::get<json>(done));
+    });
+  })};
+}
+
 #define STOCKADE_PREPARE(var, expr)                                  \
   auto var##Or = (expr);                                             \
   if (auto* reply = std::get_if<Response>(&var##Or)) return *reply; \
@@ -146,14 +159,17 @@ Reply WorkspaceApi::upload(Request& r) {
       writer.reset();
       return reply;
     };
-    std::string buf(kPiece, '\0');
-    for (;;) {
-      auto n = body->read(std::span<char>(buf));
-      if (auto* e = std::get_if<ApiError>(&n)) return failed(Response::error(*e));
-      std::size_t got = std::get<std::size_t>(n);
-      if (got == 0) break;
-      if (auto e = writer->write(std::string_view(buf.data(), got))) return failed(errorReply(*e));
-    }
+    auto failure = relay(
+        [&](std::span<char> buf) -> std::variant<std::size_t, Response> {
+          auto n = body->read(buf);
+          if (auto* e = std::get_if<ApiError>(&n)) return Response::error(*e);
+          return std::get<std::size_t>(n);
+        },
+        [&](std::string_view bytes) -> std::optional<Response> {
+          if (auto e = writer->write(bytes)) return errorReply(*e);
+          return std::nullopt;
+        });
+    if (failure) return failed(std::move(*failure));
     return failed(statusReply(writer->commit()));
   })};
 }
@@ -246,15 +262,11 @@ Reply WorkspaceApi::persist(const Request& r) {
   o.path = p.q.path;
   o.exclude = p.q.exclude;
   if (p.q.timeoutSeconds) o.timeout = std::chrono::seconds(*p.q.timeoutSeconds);
-  Workspace ws = p.h.workspace;
-  CheckpointStore& store = checkpoints_;
-  return Deferred{std::make_shared<ThreadedReply>([ws, o, &store](std::stop_token) mutable {
-    return guarded([&] {
-      auto done = store.persist(ws, kCheckpointScope, o);
-      if (auto* e = std::get_if<WorkspaceError>(&done)) return errorReply(*e);
-      return jsonReply(checkpointJson(std::get<Checkpoint>(done)));
-    });
-  })};
+  return onItsOwnThread([ws = p.h.workspace, o, &store = checkpoints_]() mutable -> WorkspaceResult<json> {
+    auto done = store.persist(ws, kCheckpointScope, o);
+    if (auto* e = std::get_if<WorkspaceError>(&done)) return std::move(*e);
+    return checkpointJson(std::get<Checkpoint>(done));
+  });
 }
 
 Reply WorkspaceApi::restore(const Request& r) {
@@ -262,19 +274,15 @@ Reply WorkspaceApi::restore(const Request& r) {
   RestoreOptions o;
   o.path = p.q.path;
   if (p.q.timeoutSeconds) o.timeout = std::chrono::seconds(*p.q.timeoutSeconds);
-  Workspace ws = p.h.workspace;
-  CheckpointStore& store = checkpoints_;
-  return Deferred{std::make_shared<ThreadedReply>([ws, o, &store](std::stop_token) mutable {
-    return guarded([&] {
-      auto done = store.restore(ws, kCheckpointScope, o);
-      if (auto* e = std::get_if<WorkspaceError>(&done)) return errorReply(*e);
-      const RestoreResult& result = std::get<RestoreResult>(done);
-      json j{{"restored", result.restored}};
-      if (!result.reason.empty()) j["reason"] = result.reason;
-      if (result.checkpoint) j.update(checkpointJson(*result.checkpoint));
-      return jsonReply(j);
-    });
-  })};
+  return onItsOwnThread([ws = p.h.workspace, o, &store = checkpoints_]() mutable -> WorkspaceResult<json> {
+    auto done = store.restore(ws, kCheckpointScope, o);
+    if (auto* e = std::get_if<WorkspaceError>(&done)) return std::move(*e);
+    const RestoreResult& result = std::get<RestoreResult>(done);
+    json j{{"restored", result.restored}};
+    if (!result.reason.empty()) j["reason"] = result.reason;
+    if (result.checkpoint) j.update(checkpointJson(*result.checkpoint));
+    return j;
+  });
 }
 
 Reply WorkspaceApi::snapshot(const Request& r) {
@@ -284,17 +292,14 @@ Reply WorkspaceApi::snapshot(const Request& r) {
   request.operationKey = p.q.operationKey;
   request.processRoots = [sandbox = p.h.live.sandbox] { return sandbox->processRoots(); };
   if (p.q.timeoutSeconds) request.timeout = std::chrono::seconds(*p.q.timeoutSeconds);
-  Workspace ws = p.h.workspace;
-  SnapshotStore& store = snapshots_;
-  return Deferred{std::make_shared<ThreadedReply>([ws, request, &store, sandbox = p.h.live.sandbox](std::stop_token) mutable {
-    return guarded([&] {
-      // No process starts while the sandbox's processes are frozen and captured.
-      auto held = sandbox->holdAdmissions();
-      auto done = store.snapshot(ws, request);
-      if (auto* e = std::get_if<WorkspaceError>(&done)) return errorReply(*e);
-      return jsonReply(snapshotJson(std::get<SnapshotInfo>(done)));
-    });
-  })};
+  return onItsOwnThread([ws = p.h.workspace, request, &store = snapshots_,
+                         sandbox = p.h.live.sandbox]() mutable -> WorkspaceResult<json> {
+    // No process starts while the sandbox's processes are frozen and captured.
+    auto held = sandbox->holdAdmissions();
+    auto done = store.snapshot(ws, request);
+    if (auto* e = std::get_if<WorkspaceError>(&done)) return std::move(*e);
+    return snapshotJson(std::get<SnapshotInfo>(done));
+  });
 }
 
 Reply WorkspaceApi::lookupSnapshot(const Request& r) {

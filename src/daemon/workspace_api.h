@@ -4,9 +4,11 @@
 // snapshot.h), whose error codes it answers with (api_error.h).
 //
 // Bytes stream both ways in bounded memory: an upload or a tree import reads
-// the request body from the server's pipe (Request::rawBody) on a thread of
-// its own (a Deferred), a download or an export is produced on a thread of
-// its own (ThreadedChunks, at most 1 MiB queued for the client).
+// the request body (Request::rawBody: straight off the socket when its
+// length is announced) on a thread of its own (a Deferred), an upload
+// writing on a second one meanwhile (relay()); a download or an export is
+// produced on a thread of its own (ThreadedChunks, at most 1 MiB queued for
+// the client).
 //
 // Nothing here checks a path: the workspace resolves each one beneath its
 // pinned directory and judges it by the sandbox's live rules.

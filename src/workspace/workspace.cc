@@ -104,58 +104,56 @@ WorkspaceResult<Resolved> ensureDirectory(const Workspace::Impl& ws, const Acces
                                           bool* created, std::string_view leaf) {
   if (created) *created = false;
   SandboxPath at;
-  auto current = resolve(ws, at, O_DIRECTORY);
-  if (auto* e = std::get_if<WorkspaceError>(&current)) return std::move(*e);
-  {
-    // Decided before anything is made: the deepest directory there is, and
-    // every name after it.
-    SandboxPath deepest;
-    std::string deepestReal = std::get<Resolved>(current).real;
-    std::string_view rest = path.rel;
-    while (!rest.empty()) {
-      auto slash = rest.find('/');
-      SandboxPath next{joinRel(deepest.rel, rest.substr(0, slash))};
-      auto r = resolve(ws, next, O_DIRECTORY, WorkspaceErrorCode::kNotDirectory);
-      if (!std::holds_alternative<Resolved>(r)) {
-        if (std::get<WorkspaceError>(r).code != WorkspaceErrorCode::kNotFound) break;  // the walk below says it
-        if (auto e = refusalAhead(rules, deepestReal, deepest, rest, leaf)) return std::move(*e);
-        break;
-      }
-      deepestReal = std::get<Resolved>(r).real;
-      deepest = std::move(next);
-      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    }
-  }
+  auto root = resolve(ws, at, O_DIRECTORY);
+  if (auto* e = std::get_if<WorkspaceError>(&root)) return std::move(*e);
+  Resolved current = std::get<Resolved>(std::move(root));
+  // The deepest directory of `path` there is, each component resolved once;
+  // `rest` is what is missing after it.
   std::string_view rest = path.rel;
+  while (!rest.empty()) {
+    auto slash = rest.find('/');
+    SandboxPath next{joinRel(at.rel, rest.substr(0, slash))};
+    auto r = resolve(ws, next, O_DIRECTORY, WorkspaceErrorCode::kNotDirectory);
+    if (auto* e = std::get_if<WorkspaceError>(&r)) {
+      if (e->code != WorkspaceErrorCode::kNotFound) return std::move(*e);
+      break;
+    }
+    current = std::get<Resolved>(std::move(r));
+    at = std::move(next);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  }
+  if (rest.empty()) return current;
+  // Decided before anything is made: every name after it, and the leaf.
+  if (auto e = refusalAhead(rules, current.real, at, rest, leaf)) return std::move(*e);
   while (!rest.empty()) {
     auto slash = rest.find('/');
     std::string name(rest.substr(0, slash));
     rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
     SandboxPath next{joinRel(at.rel, name)};
+    // Made, then resolved beneath the root again: what is there now (one
+    // made meanwhile by the sandbox, or a symlink swapped in) is judged by
+    // the kernel like any other path.
     for (int attempt = 0;; ++attempt) {
-      auto r = resolve(ws, next, O_DIRECTORY, WorkspaceErrorCode::kNotDirectory);
-      if (auto* ok = std::get_if<Resolved>(&r)) {
-        current = std::move(*ok);
-        if (created && attempt == 0) *created = false;  // it was there already
-        break;
-      }
-      auto& err = std::get<WorkspaceError>(r);
-      if (err.code != WorkspaceErrorCode::kNotFound || attempt > 3) return std::move(err);
-      auto& parent = std::get<Resolved>(current);
-      if (auto rule = rules.writeRefusal(parent.real + "/" + name, WriteOp::kCreate, ObjectKind::kDirectory))
+      if (auto rule = rules.writeRefusal(current.real + "/" + name, WriteOp::kCreate, ObjectKind::kDirectory))
         return makeError(WorkspaceErrorCode::kPermissionDenied,
                          "path " + quoteValue(next.text()) + ": the sandbox's policy does not let it be created (" +
                              *rule + ")");
-      if (::mkdirat(parent.fd.get(), name.c_str(), 0755) == 0) {
-        if (created) *created = true;
-      } else if (errno != EEXIST) {
+      bool made = ::mkdirat(current.fd.get(), name.c_str(), 0755) == 0;
+      if (!made && errno != EEXIST)
         return resolutionError(SysError{"mkdirat(" + quoteValue(next.text()) + ")", errno}, next.text(),
                                WorkspaceErrorCode::kNotDirectory);
+      auto r = resolve(ws, next, O_DIRECTORY, WorkspaceErrorCode::kNotDirectory);
+      if (auto* ok = std::get_if<Resolved>(&r)) {
+        current = std::move(*ok);
+        if (created) *created = made;
+        break;
       }
+      auto& err = std::get<WorkspaceError>(r);
+      if (err.code != WorkspaceErrorCode::kNotFound || attempt > 3) return std::move(err);  // removed meanwhile: again
     }
     at = std::move(next);
   }
-  return std::move(std::get<Resolved>(current));
+  return current;
 }
 
 std::string temporaryName(std::string_view prefix) {

@@ -360,6 +360,70 @@ TEST_F(CliWorkspaceTest, CpCopiesFilesAndTreesBothWaysAndLsListsThem) {
   EXPECT_EQ(r.exitCode, 2) << "two host paths";
 }
 
+// `stockade cp` in a terminal: the CLI's output as a pty shows it, and its exit status.
+struct TerminalRun {
+  std::string screen;
+  int status = -1;
+};
+TerminalRun runInTerminal(const std::vector<std::string>& args) {
+  TerminalRun out;
+  int master = -1;
+  pid_t child = ::forkpty(&master, nullptr, nullptr, nullptr);
+  if (child < 0) return out;
+  if (child == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    _exit(127);
+  }
+  char buf[4096];
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 30'000) <= 0) break;
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the child and its terminal are gone
+    out.screen.append(buf, static_cast<std::size_t>(n));
+  }
+  ::waitpid(child, &out.status, 0);
+  ::close(master);
+  return out;
+}
+
+TEST_F(CliWorkspaceTest, CpShowsProgressOnStderrWhenStdoutIsATerminalAndNotOtherwise) {
+  std::string big(6u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
+  std::string src = dir.file("big.bin", big);
+  std::vector<std::string> base = {stockadeBinary(), "cp", "--connect", "unix:" + daemon.socketPath(), "--token-file",
+                                   daemon.tokenFile()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  // Up: the total is known.
+  TerminalRun up = runInTerminal(with({src, id + ":big.bin"}));
+  ASSERT_TRUE(WIFEXITED(up.status) && WEXITSTATUS(up.status) == 0) << up.status << " " << up.screen;
+  EXPECT_NE(up.screen.find("\rstockade cp " + src + ": "), std::string::npos) << up.screen;
+  EXPECT_NE(up.screen.find(" / 6.0 MiB"), std::string::npos) << up.screen;
+  EXPECT_EQ(slurp(workspace + "/big.bin"), big);
+  // Down: as the bytes arrive.
+  TerminalRun down = runInTerminal(with({id + ":big.bin", dir / "back.bin"}));
+  ASSERT_TRUE(WIFEXITED(down.status) && WEXITSTATUS(down.status) == 0) << down.status << " " << down.screen;
+  EXPECT_NE(down.screen.find("\rstockade cp " + id + ":/workspace/big.bin: "), std::string::npos) << down.screen;
+  EXPECT_NE(down.screen.find(" MiB"), std::string::npos) << down.screen;
+  EXPECT_EQ(slurp(dir / "back.bin"), big);
+  // Not a terminal: nothing but the copy.
+  auto r = cli({"cp", src, id + ":again.bin"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "");
+  // Small transfers show none, on a terminal too.
+  TerminalRun small = runInTerminal(with({dir.file("small.txt", "small"), id + ":small.txt"}));
+  ASSERT_TRUE(WIFEXITED(small.status) && WEXITSTATUS(small.status) == 0) << small.screen;
+  EXPECT_EQ(small.screen.find("MiB"), std::string::npos) << small.screen;
+}
+
 TEST_F(CliWorkspaceTest, CpIntoASandboxRefusesWhatItsPolicyDeniesBesideTheAllowedNeighbour) {
   std::string src = dir.file("hook.sh", "#!/bin/sh\necho pwned\n");
   for (const std::string& to : {id + ":.git/hooks/pre-commit", id + ":.bashrc", id + ":../escape.sh"}) {

@@ -1,16 +1,21 @@
 // Large files stream through the real stockaded in bounded memory: a 2 GiB
-// upload and download by real curl, the bytes generated and hashed on the
-// fly (no 2 GiB file in the repository, none on the client's side), with
-// the daemon's peak resident memory (VmHWM) growing by less than 64 MiB.
+// upload and download by real curl (its upload chunked, so through the
+// server's parser), a 2 GiB upload of announced length by the CLI's client
+// (read straight off the socket), the bytes generated and hashed on the fly
+// (no 2 GiB file in the repository, none on the client's side), with the
+// daemon's peak resident memory (VmHWM) growing by less than 64 MiB.
 // About 10-30 s on a loaded 2-core machine (ctest label "large").
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <signal.h>
+#include <sys/statvfs.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "src/cli/http_client.h"
 #include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/sanitizer.h"
@@ -78,7 +83,16 @@ std::string curlBase(const DaemonProcess& d) {
 }
 
 TEST(StockadedStreamTest, ATwoGibUploadAndDownloadKeepTheDaemonsMemoryBounded) {
+  // A curl that stops early (the daemon refused) is a failure to report,
+  // not a SIGPIPE that ends the test binary without a word.
+  ::signal(SIGPIPE, SIG_IGN);
   TempDir dir;
+  struct statvfs disk {};
+  ASSERT_EQ(::statvfs(dir.path().c_str(), &disk), 0);
+  const std::uint64_t freeBytes = static_cast<std::uint64_t>(disk.f_bavail) * disk.f_frsize;
+  ASSERT_GT(freeBytes, kSize + (std::uint64_t{256} << 20))
+      << "the disk under " << dir.path() << " has " << (freeBytes >> 20) << " MiB free; this test stores a "
+      << (kSize >> 20) << " MiB file (one at a time)";
   std::ofstream(dir / "baseline.json") << daemonTestPolicy().dump();
   DaemonProcess::Options o;
   o.extraArgs = {"--policy", dir / "baseline.json"};
@@ -122,12 +136,46 @@ TEST(StockadedStreamTest, ATwoGibUploadAndDownloadKeepTheDaemonsMemoryBounded) {
   EXPECT_EQ(got.hex(), sentHash);
   const std::uint64_t afterDownload = statusKiB(d.pid(), "VmHWM");
 
-  std::printf("daemon VmRSS before %llu KiB, VmHWM after upload %llu KiB, after download %llu KiB\n",
+  // Upload of announced length (Content-Length), by the client `stockade cp`
+  // uses; the first file removed first (the disk holds one at a time).
+  fs::remove(workspace + "/big.bin");
+  {
+    cli::HttpClient cp(cli::Endpoint{d.socketPath(), "", 0, "unix:" + d.socketPath()}, d.token());
+    Generator again;
+    Sha256 sentAgain;
+    std::uint64_t produced = 0;
+    std::string piece;
+    auto put = cp.upload("PUT", "/v1/sandboxes/" + id + "/files?path=/workspace/again.bin", "application/octet-stream",
+                         kSize, [&](char* out, std::size_t n) -> std::size_t {
+                           if (produced == kSize) return 0;
+                           piece.resize(std::min<std::uint64_t>(n, kSize - produced) & ~std::size_t{7});
+                           again.fill(piece);
+                           sentAgain.add(piece.data(), piece.size());
+                           std::memcpy(out, piece.data(), piece.size());
+                           produced += piece.size();
+                           return piece.size();
+                         });
+    ASSERT_EQ(put.status, 204) << put.body;
+    EXPECT_EQ(sentAgain.hex(), sentHash) << "the generator is not the one curl's upload used";
+  }
+  EXPECT_EQ(fs::file_size(workspace + "/again.bin"), kSize);
+  {
+    std::ifstream in(workspace + "/again.bin", std::ios::binary);
+    Sha256 stored;
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+      stored.add(buf.data(), static_cast<std::size_t>(in.gcount()));
+    EXPECT_EQ(stored.hex(), sentHash) << "the upload of announced length was stored altered";
+  }
+  const std::uint64_t afterLengthUpload = statusKiB(d.pid(), "VmHWM");
+
+  std::printf("daemon VmRSS before %llu KiB, VmHWM after upload %llu KiB, after download %llu KiB, after the upload "
+              "of announced length %llu KiB\n",
               static_cast<unsigned long long>(rssBefore), static_cast<unsigned long long>(afterUpload),
-              static_cast<unsigned long long>(afterDownload));
+              static_cast<unsigned long long>(afterDownload), static_cast<unsigned long long>(afterLengthUpload));
   if (!kSanitized) {  // tests/support/sanitizer.h: the daemon's sanitizer memory is in its RSS
     EXPECT_LT(afterUpload - rssBefore, kMaxGrowthKiB) << "the upload was held in memory";
     EXPECT_LT(afterDownload - rssBefore, kMaxGrowthKiB) << "the download was held in memory";
+    EXPECT_LT(afterLengthUpload - rssBefore, kMaxGrowthKiB) << "the upload of announced length was held in memory";
   }
 }
 

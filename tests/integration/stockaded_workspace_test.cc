@@ -6,8 +6,12 @@
 // token (401, nothing done), archives the importer refuses (400 naming the
 // entry, the workspace unchanged), bodies over the limit (413).
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -58,6 +62,57 @@ json sandboxPolicy() {
   p["filesystem"]["denyRead"].push_back("secret");
   p["filesystem"]["denyWrite"] = json::array({".env"});
   return p;
+}
+
+// A connection of its own to the daemon's socket, for exchanges the test
+// clients do not make (a pipelined request, a body cut short or stalled).
+class RawConnection {
+ public:
+  explicit RawConnection(const std::string& socketPath) : fd_(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socketPath.c_str());
+    connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  }
+  ~RawConnection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return connected_; }
+  bool send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  void shutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+  // Everything the daemon sends until it closes, or until `within` passes.
+  std::string readAll(std::chrono::milliseconds within = std::chrono::seconds(20)) {
+    std::string out;
+    auto deadline = std::chrono::steady_clock::now() + within;
+    char buf[65536];
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return out;
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return out;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+// Every upload temporary under `dir` (none may outlive its upload).
+std::vector<std::string> uploadTemporaries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().starts_with(".stockade-upload-")) out.push_back(e.path());
+  return out;
 }
 
 class StockadedWorkspaceTest : public ::testing::Test {
@@ -328,6 +383,55 @@ TEST_F(StockadedWorkspaceTest, BodiesOverTheRawLimitAre413AndLeaveNoFile) {
   EXPECT_EQ(fs::file_size(workspace_ + "/ok.bin"), 4096u);
 }
 
+TEST_F(StockadedWorkspaceTest, AnUploadOfAnnouncedLengthKeepsItsConnectionForThePipelinedRequestAfterIt) {
+  // The head, the body and the next request in one write: the body's first
+  // bytes arrive with its head, and the body is read exactly to its length.
+  const std::string content = std::string(300 * 1024, 'a') + "end";
+  std::string auth = "Authorization: Bearer " + daemon_->token() + "\r\n";
+  std::string bytes = "PUT " + files("/workspace/piped.bin") + " HTTP/1.1\r\nHost: x\r\n" + auth +
+                      "Content-Length: " + std::to_string(content.size()) + "\r\n\r\n" + content + "GET " +
+                      files("/workspace/piped.bin") + " HTTP/1.1\r\nHost: x\r\n" + auth + "Connection: close\r\n\r\n";
+  RawConnection c(daemon_->socketPath());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.send(bytes));
+  std::string replies = c.readAll();
+  ASSERT_TRUE(replies.starts_with("HTTP/1.1 204")) << replies.substr(0, 300);
+  auto second = replies.find("HTTP/1.1 200");
+  ASSERT_NE(second, std::string::npos) << "the request after the upload was not answered: " << replies.substr(0, 300);
+  EXPECT_TRUE(replies.ends_with("\r\n\r\n" + content)) << "the download is not the upload";
+  EXPECT_EQ(slurp(workspace_ + "/piped.bin"), content);
+}
+
+TEST_F(StockadedWorkspaceTest, AnUploadCutShortOrStalledLeavesNoFileAndTheDaemonServesOn) {
+  start({"--body-timeout-ms", "400"});
+  std::string head = "PUT " + files("/workspace/cut.bin") + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                     daemon_->token() + "\r\nContent-Length: 100000\r\n\r\n";
+  {
+    // 10 of the 100,000 bytes announced, then the client's end closed.
+    RawConnection c(daemon_->socketPath());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.send(head + "0123456789"));
+    c.shutdownWrite();
+    (void)c.readAll(std::chrono::seconds(5));
+  }
+  {
+    // 10 bytes, then nothing: the body's timeout answers.
+    RawConnection c(daemon_->socketPath());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.send(head + "0123456789"));
+    std::string reply = c.readAll(std::chrono::seconds(10));
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 408")) << reply;
+    EXPECT_NE(reply.find("--body-timeout-ms"), std::string::npos) << reply;
+  }
+  for (int i = 0; i < 100 && !uploadTemporaries(workspace_).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(uploadTemporaries(workspace_), std::vector<std::string>{});
+  EXPECT_FALSE(fs::exists(workspace_ + "/cut.bin"));
+  // The neighbour: a whole body is stored.
+  EXPECT_EQ(put("/workspace/cut.bin", "whole").status, 204);
+  EXPECT_EQ(slurp(workspace_ + "/cut.bin"), "whole");
+}
+
 TEST_F(StockadedWorkspaceTest, AFileOverTheFileLimitIs413AnnouncedOrCountedAndLeavesNothing) {
   start({"--max-file-bytes", "1000"});
   auto r = put("/workspace/f.bin", std::string(1001, 'x'));  // Content-Length: refused before the body
@@ -343,6 +447,30 @@ TEST_F(StockadedWorkspaceTest, AFileOverTheFileLimitIs413AnnouncedOrCountedAndLe
   for (const auto& e : fs::recursive_directory_iterator(workspace_)) ADD_FAILURE() << "left behind: " << e.path();
   client_ = std::make_unique<HttpTestClient>(daemon_->client());
   EXPECT_EQ(put("/workspace/ok.bin", std::string(1000, 'z')).status, 204);
+}
+
+TEST_F(StockadedWorkspaceTest, AnUploadPastThePolicysFileSizeIs413CountedAndLeavesNothing) {
+  // The policy's limit is below --max-file-bytes: a body of announced length
+  // passes the announced check and is refused as it is counted.
+  json policy = sandboxPolicy();
+  policy["limits"]["fileSizeBytes"] = 1000;
+  auto made = client_->request("POST", "/v1/sandboxes", json{{"policy", policy}}.dump());
+  ASSERT_EQ(made.status, 200) << made.body;
+  const std::string id = body(made)["id"], workspace = body(made)["workspace"];
+  auto target = [&](const std::string& name) { return "/v1/sandboxes/" + id + "/files?path=/workspace/" + name; };
+  for (std::size_t size : {std::size_t{1001}, std::size_t{300000}}) {
+    SCOPED_TRACE(size);
+    HttpTestClient c = daemon_->client();
+    auto r = c.request("PUT", target("big.bin"), std::string(size, 'x'));
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_EQ(codeOf(r), "too_large") << r.body;
+    EXPECT_EQ(uploadTemporaries(workspace), std::vector<std::string>{});
+    EXPECT_FALSE(fs::exists(workspace + "/big.bin"));
+  }
+  // The neighbour: exactly the limit.
+  HttpTestClient c = daemon_->client();
+  EXPECT_EQ(c.request("PUT", target("ok.bin"), std::string(1000, 'z')).status, 204);
+  EXPECT_EQ(slurp(workspace + "/ok.bin"), std::string(1000, 'z'));
 }
 
 TEST_F(StockadedWorkspaceTest, PersistAndRestoreOverHttpWithTheirErrors) {
@@ -479,6 +607,43 @@ TEST_F(StockadedWorkspaceTest, AWatchStreamsTheChangesMadeAfterItsFirstLine) {
   for (const auto& l : lines) seen = seen || l["path"] == "/workspace/w/new.txt";
   EXPECT_TRUE(seen) << json(lines).dump();
   EXPECT_EQ(codeOf(watcher.request("GET", files("/workspace/../outside", "files/watch"))), "invalid_path");
+}
+
+TEST_F(StockadedWorkspaceTest, AWatchWhoseQueueOverflowsSaysSoInTheStreamAndTheStreamGoesOn) {
+  // A directory of 5,000 files moved into a recursive watch: the watch
+  // reports what it holds as created, past its queue of 4,096 events
+  // (WorkspaceOptions::maxWatchEvents) in one read.
+  const std::string staged = dir_.path() + "/staged";
+  fs::create_directories(staged);
+  for (int i = 0; i < 5000; ++i) std::ofstream(staged + "/f" + std::to_string(i));
+  HttpTestClient watcher = daemon_->client();
+  std::vector<json> lines;
+  std::string pending;
+  bool overflowed = false, after = false;
+  auto r = watcher.stream("GET", files("/workspace", "files/watch") + "&recursive=true", [&](std::string_view chunk) {
+    pending.append(chunk);
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      lines.push_back(json::parse(pending.substr(0, nl)));
+      pending.erase(0, nl + 1);
+      const json& l = lines.back();
+      if (lines.size() == 1) fs::rename(staged, workspace_ + "/moved");
+      if (l["type"] == "overflow" && !overflowed) {
+        overflowed = true;
+        std::ofstream(workspace_ + "/after.txt") << "x";
+      }
+      if (overflowed && l["path"] == "/workspace/after.txt") after = true;
+    }
+    return !after && lines.size() < 20000;
+  });
+  EXPECT_EQ(r.status, 200);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0]["type"], "watching");
+  auto overflow = std::find_if(lines.begin(), lines.end(), [](const json& l) { return l["type"] == "overflow"; });
+  ASSERT_NE(overflow, lines.end()) << lines.size() << " lines and no overflow";
+  EXPECT_NE((*overflow)["detail"].get<std::string>().find("dropped"), std::string::npos) << overflow->dump();
+  EXPECT_LT(lines.size(), 5000u) << "more events came than the queue holds";
+  EXPECT_TRUE(after) << "no event after the overflow: the stream did not go on";
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const json& l) { return l["type"] == "error"; }), 0);
 }
 
 }  // namespace

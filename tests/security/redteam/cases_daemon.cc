@@ -3,7 +3,7 @@
 // with the fixed policy and runs the case there; its socket or port, token
 // file and state directory come as daemon_* arguments. The host's file API
 // (issue 13) is attacked in cases_files.cc, through the library's Workspace
-// that the daemon's file routes are to call (it does not serve them yet).
+// that the daemon's file routes call.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
