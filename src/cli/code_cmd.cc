@@ -1,0 +1,111 @@
+// `stockade code SANDBOX [--language L] [--timeout S] CODE|-`: code in a
+// sandbox's kernel of a running stockaded (docs/api.md, "Code").
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "src/cli/client.h"
+#include "src/cli/commands.h"
+#include "src/cli/output.h"
+
+namespace stockade::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kExitRaised = 1;     // the code raised an exception
+constexpr int kExitTimedOut = 124; // --timeout interrupted it
+constexpr int kExitKernelDied = 125;
+
+void writeAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+std::string textOf(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+// The code's output as it wrote it, then each result's text (its other
+// formats named on stderr), then the error's traceback.
+int printExecution(const json& e) {
+  if (e.contains("logs") && e["logs"].is_object()) {
+    for (const char* channel : {"stdout", "stderr"}) {
+      const json& chunks = e["logs"][channel];
+      if (!chunks.is_array()) continue;
+      for (const auto& c : chunks)
+        if (c.is_string()) writeAll(channel[3] == 'o' ? 1 : 2, c.get_ref<const std::string&>());
+    }
+  }
+  if (e.contains("results") && e["results"].is_array()) {
+    for (const auto& r : e["results"]) {
+      const std::string text = textOf(r, "text");
+      if (!text.empty()) printOut(text + "\n");
+      std::string others;
+      if (r.contains("formats") && r["formats"].is_array())
+        for (const auto& f : r["formats"])
+          if (f.is_string() && f != "text") others += (others.empty() ? "" : ", ") + f.get<std::string>();
+      if (!others.empty()) printErr("stockade code: a result also has " + others + " (--json prints them)\n");
+    }
+  }
+  if (e.contains("kernel") && e["kernel"].is_object() && e["kernel"].contains("stateLost"))
+    printErr("stockade code: a fresh kernel: " + printable(textOf(e["kernel"], "stateLost")) + "\n");
+  if (!e.contains("error") || !e["error"].is_object()) return kExitOk;
+  const json& err = e["error"];
+  const std::string name = textOf(err, "name"), traceback = textOf(err, "traceback");
+  if (!traceback.empty()) writeAll(2, traceback + "\n");
+  if (name == "TimeoutError" || name == "KernelDied" || traceback.empty())
+    printErr("stockade code: " + printable(name) + ": " + printable(textOf(err, "value")) + "\n");
+  if (name == "TimeoutError") return kExitTimedOut;
+  if (name == "KernelDied") return kExitKernelDied;
+  return kExitRaised;
+}
+
+int codeBody(const ParsedArgs& a, ClientSetup& s) {
+  const std::string sandbox = a.positionals[0];
+  std::string code = a.positionals[1];
+  if (code == "-") code.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  json body{{"code", code}};
+  if (auto v = a.value("language")) body["language"] = *v;
+  if (auto v = a.value("timeout")) {
+    char* end = nullptr;
+    errno = 0;
+    const double seconds = std::strtod(v->c_str(), &end);
+    if (v->empty() || *end != '\0' || errno != 0 || !(seconds > 0))
+      return usageError("code", "--timeout " + *v + ": give seconds above 0 (a fraction allowed)");
+    body["timeout"] = seconds;
+  }
+  HttpResult r = s.client->request("POST", "/v1/sandboxes/" + urlEncode(sandbox, ":") + "/code", body.dump());
+  if (r.status != 200) return reportError("code", r);
+  json e = json::parse(r.body, nullptr, false);
+  if (!e.is_object()) return reportFailure("code", "the daemon's reply is not JSON");
+  if (s.json) {
+    printOut(r.body + "\n");
+    if (!e.contains("error") || !e["error"].is_object()) return kExitOk;
+    const std::string name = textOf(e["error"], "name");
+    return name == "TimeoutError" ? kExitTimedOut : name == "KernelDied" ? kExitKernelDied : kExitRaised;
+  }
+  return printExecution(e);
+}
+
+}  // namespace
+
+int codeCommand(const std::vector<std::string>& args) {
+  return runDaemonCommand("code", args,
+                          {[](const ParsedArgs& a) -> std::optional<std::string> {
+                             if (a.positionals.size() != 2 || !a.rest.empty())
+                               return "give the sandbox id, then the code (or - to read it from standard input)";
+                             return std::nullopt;
+                           },
+                           codeBody});
+}
+
+}  // namespace stockade::cli
