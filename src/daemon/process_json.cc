@@ -161,6 +161,7 @@ json executionJson(const process::Execution& e) {
            {"kernel", std::move(kernel)}};
   out["executionCount"] = e.executionCount ? json(*e.executionCount) : json(nullptr);
   if (e.logsTruncated) out["logsTruncated"] = true;
+  if (e.resultsTruncated) out["resultsTruncated"] = true;
   return out;
 }
 

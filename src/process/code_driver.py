@@ -39,10 +39,21 @@ _write_lock = threading.RLock()
 _state = {"running": False, "writing": 0, "deferred": False}
 _STREAM_FLUSH_BYTES = 64 * 1024
 _STREAM_FLUSH_SECONDS = 0.05
+_STREAM_FRAME_CHARS = 1 << 20  # text per stream frame (ASCII-escaped, at most 6 bytes a character)
+_MAX_FRAME_BYTES = 30 << 20  # under the supervisor's kMaxFrameBytes (code_kernel.h)
+
+
+def _encode(obj):
+    return b"\x1e" + _tag + b" " + json.dumps(obj, ensure_ascii=True, default=repr).encode("ascii") + b"\x1e"
 
 
 def _frame(obj):
-    data = b"\x1e" + _tag + b" " + json.dumps(obj, ensure_ascii=True, default=repr).encode("ascii") + b"\x1e"
+    data = _encode(obj)
+    if len(data) > _MAX_FRAME_BYTES and obj.get("type") in ("display", "done"):
+        # A result the supervisor would not take: said instead of sent.
+        key = "data" if obj["type"] == "display" else "result"
+        note = "(a result of %d bytes was dropped: one may take %d)" % (len(data), _MAX_FRAME_BYTES)
+        data = _encode(dict(obj, **{key: {"text/plain": note}}))
     with _write_lock:
         _state["writing"] += 1
         try:
@@ -102,7 +113,8 @@ class _Capture:
             text = "".join(self._buf)
             self._buf = []
             self._size = 0
-            _frame({"type": "stream", "name": self.name, "text": text})
+            for at in range(0, len(text), _STREAM_FRAME_CHARS):
+                _frame({"type": "stream", "name": self.name, "text": text[at:at + _STREAM_FRAME_CHARS]})
 
     def isatty(self):
         return False

@@ -15,6 +15,7 @@ using nlohmann::json;
 namespace {
 
 constexpr char kMarker = '\036';
+constexpr std::size_t kJoinedChunkBytes = 64u << 10;
 
 // What python3 runs: it reads the driver and the frame tag's nonce from the
 // first line of its stdin (unbuffered, so no later byte is read ahead).
@@ -99,6 +100,7 @@ class CodeKernel::Process {
     done = false;
     exec = Execution{};
     logBytes_ = 0;
+    resultBytes_ = 0;
   }
   void finish() { call_ = 0; }
 
@@ -118,6 +120,8 @@ class CodeKernel::Process {
   Execution exec;                           // the current call's answer so far
 
  private:
+  // Output of the current call, within kMaxCallLogBytes; small pieces are
+  // joined (a chunk per write of a byte would cost far more than the byte).
   void keep(std::vector<std::string>& into, std::string_view text) {
     if (text.empty()) return;
     if (logBytes_ + text.size() > kMaxCallLogBytes) {
@@ -126,7 +130,18 @@ class CodeKernel::Process {
       if (text.empty()) return;
     }
     logBytes_ += text.size();
-    into.emplace_back(text);
+    if (!into.empty() && into.back().size() + text.size() <= kJoinedChunkBytes) into.back().append(text);
+    else into.emplace_back(text);
+  }
+
+  // A result of the current call, within kMaxCallResultBytes.
+  void result(json data, bool main, std::size_t size) {
+    if (resultBytes_ + size > kMaxCallResultBytes) {
+      exec.resultsTruncated = true;
+      return;
+    }
+    resultBytes_ += size;
+    exec.results.push_back(CodeResult{std::move(data), main});
   }
 
   // Bytes outside any frame: the running call's output, else the process's log.
@@ -152,14 +167,15 @@ class CodeKernel::Process {
     } else if (type == "fatal") {
       fatal = text("message");
     } else if (type == "stream") {
-      if (call_) keep(text("name") == "stderr" ? exec.stderr : exec.stdout, text("text"));
+      const LogChannel channel = text("name") == "stderr" ? LogChannel::kStderr : LogChannel::kStdout;
+      if (call_) keep(channel == LogChannel::kStderr ? exec.stderr : exec.stdout, text("text"));
+      else record_->output(channel, text("text"));  // a thread of the code's, between calls
     } else if (type == "display") {
       if (call_ && frame.contains("data") && frame["data"].is_object())
-        exec.results.push_back(CodeResult{std::move(frame["data"]), false});
+        result(std::move(frame["data"]), false, body.size());
     } else if (type == "done") {
       if (!call_ || !frame.contains("id") || frame["id"] != call_) return;  // not this call's (a stale or forged one)
-      if (frame.contains("result") && frame["result"].is_object())
-        exec.results.push_back(CodeResult{std::move(frame["result"]), true});
+      if (frame.contains("result") && frame["result"].is_object()) result(std::move(frame["result"]), true, body.size());
       if (frame.contains("executionCount") && frame["executionCount"].is_number_integer())
         exec.executionCount = frame["executionCount"].get<int>();
       if (frame.contains("error") && frame["error"].is_object()) {
@@ -180,6 +196,7 @@ class CodeKernel::Process {
   std::string buffer_;     // stdout bytes that may hold the start of a frame
   std::uint64_t call_ = 0; // the call being served, 0 between calls
   std::size_t logBytes_ = 0;
+  std::size_t resultBytes_ = 0;
 };
 
 CodeKernel::CodeKernel(std::shared_ptr<ServiceCore> core, KernelRecorder recorder)

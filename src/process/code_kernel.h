@@ -46,9 +46,10 @@ inline constexpr auto kInterruptGrace = std::chrono::seconds(5);
 // How long a new kernel may take to report ready (IPython's import).
 inline constexpr auto kKernelStartTimeout = std::chrono::seconds(60);
 // What one call keeps of its output (stdout and stderr together) and of its
-// results; beyond, output is dropped (Execution::logsTruncated) and an
-// oversized frame ends the kernel.
+// results; beyond, they are dropped (Execution::logsTruncated,
+// resultsTruncated). A frame over kMaxFrameBytes ends the kernel.
 inline constexpr std::size_t kMaxCallLogBytes = 8u << 20;
+inline constexpr std::size_t kMaxCallResultBytes = 32u << 20;
 inline constexpr std::size_t kMaxFrameBytes = 32u << 20;
 
 struct CodeRequest {
@@ -73,7 +74,7 @@ struct CodeError {
 
 struct Execution {
   std::vector<CodeResult> results;
-  std::vector<std::string> stdout;  // chunks as the code wrote them
+  std::vector<std::string> stdout;  // chunks in the order written (small ones joined, up to 64 KiB)
   std::vector<std::string> stderr;
   std::optional<CodeError> error;
   std::optional<int> executionCount;  // the cell's number in this kernel
@@ -81,6 +82,7 @@ struct Execution {
   bool newKernel = false;             // this call started the kernel
   std::optional<std::string> stateLost;  // a fresh kernel replaced one that ended: why
   bool logsTruncated = false;
+  bool resultsTruncated = false;
 };
 
 // What the owner records of a kernel's start (the daemon's ledger): called

@@ -360,6 +360,35 @@ TEST_F(CodeTest, ThePolicyHoldsForCodeAsForProcesses) {
   EXPECT_EQ(env["results"][0]["text"], "(None, True)") << env;
 }
 
+TEST_F(CodeTest, OutputBeyondTheCallsBudgetIsDroppedAndSaidSoAndTheKernelGoesOn) {
+  std::string id = createSandbox();
+  FIRST_OR_SKIP(a, id, "kept = 1");
+  // 12 MiB through print and a 40 MiB result: the call keeps 8 MiB of the
+  // output, says it dropped the rest, and the oversized result is replaced
+  // by a note; the kernel and its state survive.
+  json r = code(id, "import sys\nsys.stdout.write('x' * (12 << 20))\nclass Big:\n"
+                    "    def _repr_html_(self):\n        return 'y' * (40 << 20)\nBig()");
+  EXPECT_TRUE(r["error"].is_null()) << r.dump().substr(0, 500);
+  EXPECT_EQ(r["logsTruncated"], true);
+  EXPECT_EQ(joined(r["logs"]["stdout"]).size(), std::size_t{8} << 20);
+  ASSERT_EQ(r["results"].size(), 1u);
+  EXPECT_NE(r["results"][0]["text"].get<std::string>().find("was dropped"), std::string::npos) << r["results"][0];
+  json after = code(id, "kept");
+  EXPECT_EQ(after["results"][0]["text"], "1") << after;
+  EXPECT_EQ(after["kernel"]["processId"], a["kernel"]["processId"]);
+}
+
+TEST_F(CodeTest, ASandboxThatCannotReadIPythonIs503SayingSo) {
+  json p = daemonTestPolicy();
+  p["filesystem"]["denyRead"].push_back("/usr/lib/python3/dist-packages");
+  std::string id = createSandbox(p);
+  auto r = post(id, {{"code", "1"}});
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(body(r)["code"], "unavailable");
+  EXPECT_NE(r.body.find("IPython is not importable"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("python3-ipython"), std::string::npos) << "the fix is named: " << r.body;
+}
+
 TEST_F(CodeTest, BadBodiesAre400NamingTheField) {
   std::string id = createSandbox();
   struct Case {
