@@ -4,8 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <iostream>
-#include <iterator>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "src/cli/client.h"
@@ -21,12 +20,16 @@ constexpr int kExitRaised = 1;     // the code raised an exception
 constexpr int kExitTimedOut = 124; // --timeout interrupted it
 constexpr int kExitKernelDied = 125;
 
-void writeAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+// All of standard input (no iostreams in the CLI: output.h says why).
+std::optional<std::string> readStdin() {
+  std::string out;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(0, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
+    if (n < 0) return std::nullopt;
+    if (n == 0) return out;
+    out.append(buffer, static_cast<std::size_t>(n));
   }
 }
 
@@ -42,7 +45,7 @@ int printExecution(const json& e) {
       const json& chunks = e["logs"][channel];
       if (!chunks.is_array()) continue;
       for (const auto& c : chunks)
-        if (c.is_string()) writeAll(channel[3] == 'o' ? 1 : 2, c.get_ref<const std::string&>());
+        if (c.is_string()) (channel[3] == 'o' ? printOut : printErr)(c.get_ref<const std::string&>());
     }
   }
   if (e.contains("results") && e["results"].is_array()) {
@@ -61,7 +64,7 @@ int printExecution(const json& e) {
   if (!e.contains("error") || !e["error"].is_object()) return kExitOk;
   const json& err = e["error"];
   const std::string name = textOf(err, "name"), traceback = textOf(err, "traceback");
-  if (!traceback.empty()) writeAll(2, traceback + "\n");
+  if (!traceback.empty()) printErr(traceback + "\n");
   if (name == "TimeoutError" || name == "KernelDied" || traceback.empty())
     printErr("stockade code: " + printable(name) + ": " + printable(textOf(err, "value")) + "\n");
   if (name == "TimeoutError") return kExitTimedOut;
@@ -72,7 +75,11 @@ int printExecution(const json& e) {
 int codeBody(const ParsedArgs& a, ClientSetup& s) {
   const std::string sandbox = a.positionals[0];
   std::string code = a.positionals[1];
-  if (code == "-") code.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  if (code == "-") {
+    auto in = readStdin();
+    if (!in) return reportFailure("code", std::string("reading standard input: ") + std::strerror(errno));
+    code = std::move(*in);
+  }
   json body{{"code", code}};
   if (auto v = a.value("language")) body["language"] = *v;
   if (auto v = a.value("timeout")) {

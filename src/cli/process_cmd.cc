@@ -212,19 +212,6 @@ ExecArgs splitExec(const std::vector<std::string>& args, const HelpTopic& topic)
   return out;
 }
 
-int execBody(const ParsedArgs& a, ClientSetup& s, const std::vector<std::string>& command);
-
-int execCommand(const std::vector<std::string>& args) {
-  ExecArgs split = splitExec(args, *findHelpTopic("exec"));
-  return runDaemonCommand("exec", split.flags,
-                          {[&](const ParsedArgs& a) -> std::optional<std::string> {
-                             if (a.positionals.size() != 1) return "give the sandbox id, then the program";
-                             if (split.command.empty()) return "give the program to run (and its arguments)";
-                             return std::nullopt;
-                           },
-                           [&](const ParsedArgs& a, ClientSetup& s) { return execBody(a, s, split.command); }});
-}
-
 int execBody(const ParsedArgs& a, ClientSetup& s, const std::vector<std::string>& command) {
   const std::string sandbox = a.positionals[0];
   json body{{"argv", command}};
@@ -270,6 +257,17 @@ int execBody(const ParsedArgs& a, ClientSetup& s, const std::vector<std::string>
   } catch (const ClientError& e) {
     return reportFailure("exec", e.what());
   }
+}
+
+int execCommand(const std::vector<std::string>& args) {
+  ExecArgs split = splitExec(args, *findHelpTopic("exec"));
+  return runDaemonCommand("exec", split.flags,
+                          {[&](const ParsedArgs& a) -> std::optional<std::string> {
+                             if (a.positionals.size() != 1) return "give the sandbox id, then the program";
+                             if (split.command.empty()) return "give the program to run (and its arguments)";
+                             return std::nullopt;
+                           },
+                           [&](const ParsedArgs& a, ClientSetup& s) { return execBody(a, s, split.command); }});
 }
 
 std::string shortCommand(const json& p) {

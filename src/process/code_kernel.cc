@@ -208,14 +208,6 @@ CodeKernel::~CodeKernel() {
     if (auto s = kernel_->record()->supervised()) s->kill(SIGKILL);
 }
 
-std::optional<std::string> CodeKernel::kernelId() const {
-  std::lock_guard lock(mu_);
-  if (!kernel_) return std::nullopt;
-  std::lock_guard k(kernel_->mu);
-  if (kernel_->ended) return std::nullopt;
-  return kernel_->id();
-}
-
 ProcessResult<std::shared_ptr<CodeKernel::Process>> CodeKernel::start(std::stop_token stop) {
   auto python = findProgram("python3");
   if (!python)
@@ -288,9 +280,14 @@ ProcessResult<std::shared_ptr<CodeKernel::Process>> CodeKernel::start(std::stop_
 
 ProcessResult<Execution> CodeKernel::run(const CodeRequest& request, std::stop_token stop) {
   bool supported = false;
-  for (std::string_view l : kCodeLanguages) supported = supported || l == request.language;
+  std::string languages;
+  for (std::string_view l : kCodeLanguages) {
+    supported = supported || l == request.language;
+    languages += (languages.empty() ? "" : ", ") + std::string(l);
+  }
   if (!supported)
-    throw std::invalid_argument("language \"" + request.language + "\" is not one this kernel runs; supported: python");
+    throw std::invalid_argument("language \"" + request.language + "\" is not one this kernel runs; supported: " +
+                                languages);
   if (request.code.find_first_not_of(" \t\r\n") == std::string::npos)
     throw std::invalid_argument("code is empty; pass the code to run");
   if (request.timeout && request.timeout->count() <= 0)

@@ -108,12 +108,8 @@ class CodeKernel {
   // while waiting for the call before), timeout (the kernel did not start).
   ProcessResult<Execution> run(const CodeRequest& request, std::stop_token stop = {});
 
-  // The running kernel's process id, if one runs.
-  std::optional<std::string> kernelId() const;
-
-  class Process;  // one kernel process (code_kernel.cc)
-
  private:
+  class Process;  // one kernel process (code_kernel.cc)
   ProcessResult<std::shared_ptr<Process>> start(std::stop_token stop);
 
   const std::shared_ptr<ServiceCore> core_;
