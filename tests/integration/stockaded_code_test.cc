@@ -389,6 +389,31 @@ TEST_F(CodeTest, ASandboxThatCannotReadIPythonIs503SayingSo) {
   EXPECT_NE(r.body.find("python3-ipython"), std::string::npos) << "the fix is named: " << r.body;
 }
 
+// A kernel over the sandbox's memory limit: where the memory cgroup enforces
+// it the kernel is killed for it, the call says so and the next one starts a
+// fresh kernel; where the limit is only RLIMIT_AS (an unprivileged host
+// without a delegated cgroup) the allocation fails as MemoryError and the
+// kernel lives on. Either way the limit holds for code as for processes.
+TEST_F(CodeTest, CodeOverTheSandboxsMemoryLimitIsStoppedByIt) {
+  json p = daemonTestPolicy();
+  p["limits"]["memoryBytes"] = 256u << 20;
+  std::string id = createSandbox(p);
+  FIRST_OR_SKIP(a, id, "kept = 1");
+  json r = code(id, "big = b'x' * (1 << 30)\nlen(big)");
+  ASSERT_TRUE(r["error"].is_object()) << "1 GiB under a 256 MiB limit: " << r.dump().substr(0, 400);
+  const std::string name = r["error"]["name"];
+  if (name == "KernelDied") {
+    EXPECT_NE(r["error"]["value"].get<std::string>().find("limits.memoryBytes"), std::string::npos) << r;
+    json next = code(id, "kept");
+    EXPECT_EQ(next["kernel"]["new"], true) << next;
+    EXPECT_NE(next["kernel"]["stateLost"].get<std::string>().find("limits.memoryBytes"), std::string::npos) << next;
+  } else {
+    EXPECT_EQ(name, "MemoryError") << r;
+    json next = code(id, "kept");
+    EXPECT_EQ(next["results"][0]["text"], "1") << "the kernel lives on: " << next;
+  }
+}
+
 TEST_F(CodeTest, BadBodiesAre400NamingTheField) {
   std::string id = createSandbox();
   struct Case {
