@@ -36,7 +36,7 @@ import time
 _tag = None
 _out_fd = None
 _write_lock = threading.RLock()
-_state = {"running": False, "writing": 0, "deferred": False}
+_state = {"running": False, "writing": False, "deferred": False}
 _STREAM_FLUSH_BYTES = 64 * 1024
 _STREAM_FLUSH_SECONDS = 0.05
 _STREAM_FRAME_CHARS = 1 << 20  # text per stream frame (ASCII-escaped, at most 6 bytes a character)
@@ -54,16 +54,21 @@ def _frame(obj):
         key = "data" if obj["type"] == "display" else "result"
         note = "(a result of %d bytes was dropped: one may take %d)" % (len(data), _MAX_FRAME_BYTES)
         data = _encode(dict(obj, **{key: {"text/plain": note}}))
+    # Only the main thread is ever interrupted (Python runs signal handlers
+    # there): while it writes, an interrupt waits for the frame to be whole.
+    main = threading.current_thread() is threading.main_thread()
     with _write_lock:
-        _state["writing"] += 1
+        if main:
+            _state["writing"] = True
         try:
             view = memoryview(data)
             while view:
                 n = os.write(_out_fd, view)
                 view = view[n:]
         finally:
-            _state["writing"] -= 1
-    if _state["deferred"] and not _state["writing"] and threading.current_thread() is threading.main_thread():
+            if main:
+                _state["writing"] = False
+    if main and _state["deferred"]:
         _state["deferred"] = False
         if _state["running"]:
             raise KeyboardInterrupt

@@ -211,6 +211,22 @@ TEST_F(CodeTest, ATimeoutInterruptsTheCellAndTheStateSurvives) {
   EXPECT_EQ(after["kernel"]["processId"], a["kernel"]["processId"]) << "the same kernel: nothing restarted";
 }
 
+// A thread of the code's that prints all the while never holds the
+// interrupt back: the cell still ends as TimeoutError, and its output came.
+TEST_F(CodeTest, AnInterruptReachesTheCellWhileAThreadOfItsPrints) {
+  std::string id = createSandbox();
+  FIRST_OR_SKIP(a, id, "import threading, time\nstop = False\n"
+                       "def chatter():\n    while not stop:\n        print('tick', flush=True)\n        time.sleep(0.001)\n"
+                       "t = threading.Thread(target=chatter, daemon=True)\nt.start()");
+  json r = code(id, "while True:\n    pass", 1.0);
+  ASSERT_TRUE(r["error"].is_object()) << r.dump().substr(0, 400);
+  EXPECT_EQ(r["error"]["name"], "TimeoutError") << r["error"];
+  EXPECT_NE(joined(r["logs"]["stdout"]).find("tick"), std::string::npos);
+  json after = code(id, "stop = True\nt.join(5)\nt.is_alive()");
+  EXPECT_EQ(after["results"][0]["text"], "False") << after;
+  EXPECT_EQ(after["kernel"]["processId"], a["kernel"]["processId"]);
+}
+
 TEST_F(CodeTest, ACellThatIgnoresTheInterruptEndsTheKernelAndTheNextCallSaysTheStateWasLost) {
   std::string id = createSandbox();
   FIRST_OR_SKIP(a, id, "kept = 1");
