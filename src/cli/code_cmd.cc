@@ -37,6 +37,13 @@ std::string textOf(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+// How the code ended, as an exit status.
+int exitStatusOf(const json& e) {
+  if (!e.contains("error") || !e["error"].is_object()) return kExitOk;
+  const std::string name = textOf(e["error"], "name");
+  return name == "TimeoutError" ? kExitTimedOut : name == "KernelDied" ? kExitKernelDied : kExitRaised;
+}
+
 // The code's output as it wrote it, then each result's text (its other
 // formats named on stderr), then the error's traceback.
 int printExecution(const json& e) {
@@ -67,9 +74,7 @@ int printExecution(const json& e) {
   if (!traceback.empty()) printErr(traceback + "\n");
   if (name == "TimeoutError" || name == "KernelDied" || traceback.empty())
     printErr("stockade code: " + printable(name) + ": " + printable(textOf(err, "value")) + "\n");
-  if (name == "TimeoutError") return kExitTimedOut;
-  if (name == "KernelDied") return kExitKernelDied;
-  return kExitRaised;
+  return exitStatusOf(e);
 }
 
 int codeBody(const ParsedArgs& a, ClientSetup& s) {
@@ -96,9 +101,7 @@ int codeBody(const ParsedArgs& a, ClientSetup& s) {
   if (!e.is_object()) return reportFailure("code", "the daemon's reply is not JSON");
   if (s.json) {
     printOut(r.body + "\n");
-    if (!e.contains("error") || !e["error"].is_object()) return kExitOk;
-    const std::string name = textOf(e["error"], "name");
-    return name == "TimeoutError" ? kExitTimedOut : name == "KernelDied" ? kExitKernelDied : kExitRaised;
+    return exitStatusOf(e);
   }
   return printExecution(e);
 }
