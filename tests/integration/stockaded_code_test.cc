@@ -407,13 +407,24 @@ TEST_F(CodeTest, ASandboxThatCannotReadIPythonIs503SayingSo) {
 
 // A kernel over the sandbox's memory limit: where the memory cgroup enforces
 // it the kernel is killed for it, the call says so and the next one starts a
-// fresh kernel; where the limit is only RLIMIT_AS (an unprivileged host
-// without a delegated cgroup) the allocation fails as MemoryError and the
-// kernel lives on. Either way the limit holds for code as for processes.
+// fresh kernel; where the limit could only be RLIMIT_AS (an unprivileged user
+// without a delegated cgroup) the kernel is refused before it starts, as any
+// process of the sandbox is (stockade does not run weaker than the rules);
+// where RLIMIT_AS is what holds, the allocation fails as MemoryError and the
+// kernel lives on. In every case the limit holds for code as for processes.
 TEST_F(CodeTest, CodeOverTheSandboxsMemoryLimitIsStoppedByIt) {
   json p = daemonTestPolicy();
   p["limits"]["memoryBytes"] = 256u << 20;
   std::string id = createSandbox(p);
+  auto started = post(id, {{"code", "kept = 1"}});
+  if (started.status == 422) {
+    EXPECT_EQ(body(started)["code"], "E_SANDBOX_SPAWN_FAILED") << started.body;
+    EXPECT_NE(started.body.find("refusing to run weaker than the rules: limits.memoryBytes"), std::string::npos)
+        << started.body;
+    auto none = c->request("GET", "/v1/sandboxes/" + id + "/processes?kind=code&state=running");
+    EXPECT_EQ(body(none)["items"].size(), 0u) << "no kernel runs without its limit: " << none.body;
+    return;
+  }
   FIRST_OR_SKIP(a, id, "kept = 1");
   json r = code(id, "big = b'x' * (1 << 30)\nlen(big)");
   ASSERT_TRUE(r["error"].is_object()) << "1 GiB under a 256 MiB limit: " << r.dump().substr(0, 400);
