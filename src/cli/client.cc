@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "src/cli/help.h"
 #include "src/cli/output.h"
 #include "src/daemon/auth.h"
 
@@ -35,6 +36,31 @@ ClientSetup setupClient(const ParsedArgs& args) {
   }
   s.client = std::make_unique<HttpClient>(std::get<Endpoint>(std::move(endpoint)), std::move(token));
   return s;
+}
+
+int usageError(const std::string& command, const std::string& message) {
+  printErr("stockade " + command + ": " + message + "; see stockade " + command + " --help\n");
+  return kExitUsage;
+}
+
+int runDaemonCommand(const std::string& command, const std::vector<std::string>& flags, const DaemonCommand& steps) {
+  const HelpTopic& topic = *findHelpTopic(command);
+  auto parsed = parseArgs(flags, flagSpecs(topic));
+  if (auto* e = std::get_if<std::string>(&parsed)) return usageError(command, *e);
+  const ParsedArgs& a = std::get<ParsedArgs>(parsed);
+  if (a.has("help")) {
+    printOut(helpText(topic));
+    return kExitOk;
+  }
+  if (steps.check)
+    if (auto problem = steps.check(a)) return usageError(command, *problem);
+  ClientSetup s = setupClient(a);
+  if (!s.error.empty()) return usageError(command, s.error);
+  try {
+    return steps.run(a, s);
+  } catch (const ClientError& e) {
+    return reportFailure(command, e.what());
+  }
 }
 
 std::string printable(std::string_view text) {

@@ -3,6 +3,7 @@
 // STOCKADE_TOKEN_FILE), --json, and how a daemon's error reads at a terminal.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,20 @@ struct ClientSetup {
   std::string error;  // set when the flags or the token file are wrong
 };
 ClientSetup setupClient(const ParsedArgs& args);
+
+// "stockade COMMAND: MESSAGE; see stockade COMMAND --help" on stderr; returns kExitUsage.
+int usageError(const std::string& command, const std::string& message);
+
+// The prologue every daemon command shares: `flags` parsed against the
+// command's help topic (a bad flag is a usage error), --help printed, then
+// `check` (usage problems found before connecting: its message), the client
+// set up from --connect and --token-file, and `run`; a ClientError from it
+// (the daemon could not be reached) is reported naming the command.
+struct DaemonCommand {
+  std::function<std::optional<std::string>(const ParsedArgs&)> check;  // optional
+  std::function<int(const ParsedArgs&, ClientSetup&)> run;
+};
+int runDaemonCommand(const std::string& command, const std::vector<std::string>& flags, const DaemonCommand& steps);
 
 // "stockade: <what>: <the daemon's message> (<code>)" on stderr; returns 1.
 int reportError(const std::string& what, const HttpResult& reply);

@@ -14,5 +14,6 @@ int sandboxCommand(const std::vector<std::string>& args); // src/cli/sandbox_cmd
 int processCommand(const std::string& command, const std::vector<std::string>& args);
 // cp, ls, persist, restore, snapshot: src/cli/workspace_cmd.cc (talks to stockaded)
 int workspaceCommand(const std::string& command, const std::vector<std::string>& args);
+int codeCommand(const std::vector<std::string>& args);  // src/cli/code_cmd.cc (talks to stockaded)
 
 }  // namespace stockade::cli

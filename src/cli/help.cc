@@ -26,6 +26,7 @@ Commands:
   cp, ls           copy files and directories between the host and a sandbox; list one
   persist, restore save a project directory of a sandbox as a checkpoint; put it back
   snapshot         capture a sandbox's workspace with its processes frozen
+  code             run Python in a sandbox's kernel, which keeps its state across calls
   help TOPIC       the help of a command ("stockade help policy" documents the policy format)
 
 Options:
@@ -226,6 +227,10 @@ constexpr HelpFlag kSnapshotFlags[] = {
     {"key", "KEY", "its operation key (default: a new random one): the same key answers with the\nsame snapshot"},
     {"lookup", "KEY", "print the snapshot taken under KEY instead of taking one"},
     STOCKADE_CLIENT_FLAGS};
+constexpr HelpFlag kCodeFlags[] = {
+    {"language", "LANG", "the code's language: python (the default, and the only one)"},
+    {"timeout", "SECONDS", "interrupt the code after this long (a fraction allowed); the kernel keeps\nits state"},
+    STOCKADE_CLIENT_FLAGS};
 #undef STOCKADE_CLIENT_FLAGS
 
 constexpr std::string_view kSandboxDetails = R"(These commands talk to a running stockaded (docs/api.md). Its sandboxes
@@ -274,6 +279,18 @@ restore replaces the directory with it, in this sandbox or a later one, once
 its size and SHA-256 match (SANDBOX_DATA_CORRUPTED otherwise, the directory
 untouched). Exit status: 0; 1 when the daemon refused, or when there was no
 checkpoint to restore; 2 for a usage error.)";
+
+constexpr std::string_view kCodeDetails = R"(Runs CODE (or standard input, with "-") in the sandbox's Python kernel: an
+IPython shell that is a process of the sandbox, under its policy, and keeps
+variables, imports and functions from one call to the next until the sandbox
+is removed. Prints what the code wrote (stdout and stderr as it wrote them),
+then its results: the last expression's value as text, and the rich formats
+of each result by name (html, png, ...); an exception's traceback goes to
+stderr. Calls on one sandbox run one at a time. --json prints the daemon's
+Execution. Exit status: 0; 1 when the code raised, or the daemon refused or
+could not be reached; 124 when --timeout interrupted it (the state is kept);
+125 when the kernel ended (its state is lost: the next call starts afresh);
+2 for a usage error.)";
 
 constexpr std::string_view kSnapshotDetails = R"(Freezes every process of the sandbox, archives its whole workspace with its
 SHA-256, thaws them, and returns once the snapshot is on disk; prints its id
@@ -332,6 +349,8 @@ constexpr std::array kTopics = {
     HelpTopic{"snapshot", "SANDBOX [--key KEY] | --lookup KEY",
               "capture a sandbox's workspace with its processes frozen; prints the snapshot's id", kSnapshotFlags,
               kSnapshotDetails},
+    HelpTopic{"code", "SANDBOX [--language LANG] [--timeout SECONDS] CODE|-",
+              "run code in a sandbox's kernel, which keeps its state across calls", kCodeFlags, kCodeDetails},
 };
 
 // Text indented by `n` spaces, line by line.

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   if (command == "policy") return stockade::cli::policyCommand(rest);
   if (command == "run") return stockade::cli::runCommand(rest);
   if (command == "sandbox") return stockade::cli::sandboxCommand(rest);
+  if (command == "code") return stockade::cli::codeCommand(rest);
   for (const char* c : {"exec", "ps", "logs", "kill", "wait", "attach"})
     if (command == c) return stockade::cli::processCommand(command, rest);
   for (const char* c : {"cp", "ls", "persist", "restore", "snapshot"})

@@ -27,11 +27,6 @@ using nlohmann::json;
 constexpr int kExitTimedOut = 124;
 constexpr int kExitNotRun = 125;  // the process was lost or failed to start
 
-int usage(const std::string& command, const std::string& message) {
-  printErr("stockade " + command + ": " + message + "; see stockade " + command + " --help\n");
-  return kExitUsage;
-}
-
 std::string processesPath(const std::string& sandbox) { return "/v1/sandboxes/" + sandbox + "/processes"; }
 std::string processPath(const std::string& sandbox, const std::string& pid) {
   return processesPath(sandbox) + "/" + pid;
@@ -217,35 +212,22 @@ ExecArgs splitExec(const std::vector<std::string>& args, const HelpTopic& topic)
   return out;
 }
 
-int execCommand(const std::vector<std::string>& args) {
-  const HelpTopic& topic = *findHelpTopic("exec");
-  ExecArgs split = splitExec(args, topic);
-  auto parsed = parseArgs(split.flags, flagSpecs(topic));
-  if (auto* e = std::get_if<std::string>(&parsed)) return usage("exec", *e);
-  const ParsedArgs& a = std::get<ParsedArgs>(parsed);
-  if (a.has("help")) {
-    printOut(helpText(topic));
-    return kExitOk;
-  }
-  if (a.positionals.size() != 1) return usage("exec", "give the sandbox id, then the program");
-  if (split.command.empty()) return usage("exec", "give the program to run (and its arguments)");
-  ClientSetup s = setupClient(a);
-  if (!s.error.empty()) return usage("exec", s.error);
+int execBody(const ParsedArgs& a, ClientSetup& s, const std::vector<std::string>& command) {
   const std::string sandbox = a.positionals[0];
-  json body{{"argv", split.command}};
+  json body{{"argv", command}};
   if (auto v = a.value("cwd")) body["cwd"] = *v;
   if (auto v = a.value("name")) body["name"] = *v;
   if (auto v = a.value("key")) body["processKey"] = *v;
   if (auto v = a.value("timeout-ms")) {
     char* end = nullptr;
     unsigned long long ms = std::strtoull(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || ms == 0) return usage("exec", "--timeout-ms " + *v + ": give milliseconds above 0");
+    if (v->empty() || *end != '\0' || ms == 0) return usageError("exec", "--timeout-ms " + *v + ": give milliseconds above 0");
     body["executionTimeout"] = ms;
   }
   json env = json::object();
   for (const auto& kv : a.values("env")) {
     auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return usage("exec", "--env " + kv + ": give NAME=VALUE");
+    if (eq == std::string::npos || eq == 0) return usageError("exec", "--env " + kv + ": give NAME=VALUE");
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   if (!env.empty()) body["env"] = env;
@@ -277,6 +259,17 @@ int execCommand(const std::vector<std::string>& args) {
   }
 }
 
+int execCommand(const std::vector<std::string>& args) {
+  ExecArgs split = splitExec(args, *findHelpTopic("exec"));
+  return runDaemonCommand("exec", split.flags,
+                          {[&](const ParsedArgs& a) -> std::optional<std::string> {
+                             if (a.positionals.size() != 1) return "give the sandbox id, then the program";
+                             if (split.command.empty()) return "give the program to run (and its arguments)";
+                             return std::nullopt;
+                           },
+                           [&](const ParsedArgs& a, ClientSetup& s) { return execBody(a, s, split.command); }});
+}
+
 std::string shortCommand(const json& p) {
   std::string cmd;
   if (p.contains("shellCommand") && p["shellCommand"].is_string()) {
@@ -295,7 +288,7 @@ std::string pad(std::string s, std::size_t width) {
 }
 
 int psCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
-  if (a.positionals.size() != 1) return usage("ps", "give the sandbox id");
+  if (a.positionals.size() != 1) return usageError("ps", "give the sandbox id");
   std::string target = processesPath(a.positionals[0]);
   if (auto st = a.value("state")) target += "?state=" + urlEncode(*st, ":");
   HttpResult r = c.request("GET", target);
@@ -321,7 +314,7 @@ int psCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
 }
 
 int logsCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
-  if (a.positionals.size() != 2) return usage("logs", "give the sandbox id and the process id");
+  if (a.positionals.size() != 2) return usageError("logs", "give the sandbox id and the process id");
   const std::string sandbox = a.positionals[0], pid = a.positionals[1];
   std::optional<std::string> cursor = a.value("since");
   if (a.has("follow")) {
@@ -350,17 +343,17 @@ int logsCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
 }
 
 int killCommand(const ParsedArgs& a, HttpClient& c) {
-  if (a.positionals.size() != 2) return usage("kill", "give the sandbox id and the process id");
+  if (a.positionals.size() != 2) return usageError("kill", "give the sandbox id and the process id");
   json body = json::object();
   if (auto v = a.value("signal")) {
     auto sig = signalArg(*v);
-    if (!sig) return usage("kill", "--signal " + *v + ": give TERM, KILL, INT, HUP, QUIT, USR1 or USR2");
+    if (!sig) return usageError("kill", "--signal " + *v + ": give TERM, KILL, INT, HUP, QUIT, USR1 or USR2");
     body["signal"] = *sig;
   }
   if (auto v = a.value("escalate-after")) {
     char* end = nullptr;
     unsigned long long ms = std::strtoull(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || ms == 0) return usage("kill", "--escalate-after " + *v + ": give milliseconds");
+    if (v->empty() || *end != '\0' || ms == 0) return usageError("kill", "--escalate-after " + *v + ": give milliseconds");
     body["escalateAfter"] = ms;
   }
   HttpResult r = c.request("POST", processPath(a.positionals[0], a.positionals[1]) + "/kill", body.dump());
@@ -369,12 +362,12 @@ int killCommand(const ParsedArgs& a, HttpClient& c) {
 }
 
 int waitCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
-  if (a.positionals.size() != 2) return usage("wait", "give the sandbox id and the process id");
+  if (a.positionals.size() != 2) return usageError("wait", "give the sandbox id and the process id");
   json body = json::object();
   if (auto v = a.value("timeout-ms")) {
     char* end = nullptr;
     unsigned long long ms = std::strtoull(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0') return usage("wait", "--timeout-ms " + *v + ": give milliseconds");
+    if (v->empty() || *end != '\0') return usageError("wait", "--timeout-ms " + *v + ": give milliseconds");
     body["timeout"] = ms;
   }
   HttpResult r = c.request("POST", processPath(a.positionals[0], a.positionals[1]) + "/wait", body.dump());
@@ -403,7 +396,7 @@ void sendResize(HttpClient& c, const std::string& sandbox, const std::string& pi
 }
 
 int attachCommand(const ParsedArgs& a, ClientSetup& s) {
-  if (a.positionals.size() != 2) return usage("attach", "give the sandbox id and the PTY process id");
+  if (a.positionals.size() != 2) return usageError("attach", "give the sandbox id and the PTY process id");
   const std::string sandbox = a.positionals[0], pid = a.positionals[1];
   // The upgrade carries the token like any request; the WebSocket then owns
   // that connection, and resizes go on a second one.
@@ -487,25 +480,13 @@ int attachCommand(const ParsedArgs& a, ClientSetup& s) {
 
 int processCommand(const std::string& command, const std::vector<std::string>& args) {
   if (command == "exec") return execCommand(args);
-  const HelpTopic& topic = *findHelpTopic(command);
-  auto parsed = parseArgs(args, flagSpecs(topic));
-  if (auto* e = std::get_if<std::string>(&parsed)) return usage(command, *e);
-  const ParsedArgs& a = std::get<ParsedArgs>(parsed);
-  if (a.has("help")) {
-    printOut(helpText(topic));
-    return kExitOk;
-  }
-  ClientSetup s = setupClient(a);
-  if (!s.error.empty()) return usage(command, s.error);
-  try {
-    if (command == "ps") return psCommand(a, *s.client, s.json);
-    if (command == "logs") return logsCommand(a, *s.client, s.json);
-    if (command == "kill") return killCommand(a, *s.client);
-    if (command == "wait") return waitCommand(a, *s.client, s.json);
-    return attachCommand(a, s);
-  } catch (const ClientError& e) {
-    return reportFailure(command, e.what());
-  }
+  return runDaemonCommand(command, args, {nullptr, [&](const ParsedArgs& a, ClientSetup& s) {
+                                            if (command == "ps") return psCommand(a, *s.client, s.json);
+                                            if (command == "logs") return logsCommand(a, *s.client, s.json);
+                                            if (command == "kill") return killCommand(a, *s.client);
+                                            if (command == "wait") return waitCommand(a, *s.client, s.json);
+                                            return attachCommand(a, s);
+                                          }});
 }
 
 }  // namespace stockade::cli

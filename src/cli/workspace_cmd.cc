@@ -34,11 +34,6 @@ using nlohmann::json;
 
 constexpr std::uint64_t kProgressFrom = 4u << 20;  // transfers over this show progress on a terminal
 
-int usage(const std::string& command, const std::string& message) {
-  printErr("stockade " + command + ": " + message + "; see stockade " + command + " --help\n");
-  return kExitUsage;
-}
-
 // SANDBOX:PATH. A host path holding a colon before any slash is written
 // ./a:b. PATH relative to /workspace, "" for the workspace itself.
 struct SandboxRef {
@@ -272,10 +267,10 @@ int download(HttpClient& c, const SandboxRef& src, std::string dst) {
 }
 
 int cpCommand(const ParsedArgs& a, HttpClient& c) {
-  if (a.positionals.size() != 2) return usage("cp", "give a source and a destination, one of them SANDBOX:PATH");
+  if (a.positionals.size() != 2) return usageError("cp", "give a source and a destination, one of them SANDBOX:PATH");
   auto from = sandboxRef(a.positionals[0]), to = sandboxRef(a.positionals[1]);
   if (from.has_value() == to.has_value())
-    return usage("cp", "exactly one of the two must be SANDBOX:PATH (the other a host path; ./a:b for one with a colon)");
+    return usageError("cp", "exactly one of the two must be SANDBOX:PATH (the other a host path; ./a:b for one with a colon)");
   if (to) {
     const std::string& src = a.positionals[0];
     struct stat st {};
@@ -294,10 +289,10 @@ int cpCommand(const ParsedArgs& a, HttpClient& c) {
 }
 
 int lsCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
-  if (a.positionals.size() != 1) return usage("ls", "give SANDBOX or SANDBOX:PATH");
+  if (a.positionals.size() != 1) return usageError("ls", "give SANDBOX or SANDBOX:PATH");
   std::string arg = a.positionals[0];
   auto ref = sandboxRef(arg.find(':') == std::string::npos ? arg + ":" : arg);
-  if (!ref) return usage("ls", "give SANDBOX or SANDBOX:PATH");
+  if (!ref) return usageError("ls", "give SANDBOX or SANDBOX:PATH");
   HttpResult r = c.request("GET", target(*ref, "files/list"));
   if (r.status != 200) return reportError("ls " + arg, r);
   if (asJson) {
@@ -328,13 +323,13 @@ std::optional<std::uint64_t> seconds(const ParsedArgs& a, std::string& error) {
 }
 
 int persistOrRestore(const std::string& command, const ParsedArgs& a, HttpClient& c, bool asJson) {
-  if (a.positionals.size() != 2) return usage(command, "give SANDBOX and PATH (a directory beneath /workspace)");
+  if (a.positionals.size() != 2) return usageError(command, "give SANDBOX and PATH (a directory beneath /workspace)");
   auto ref = sandboxRef(a.positionals[0] + ":" + a.positionals[1]);
-  if (!ref) return usage(command, "give SANDBOX and PATH");
+  if (!ref) return usageError(command, "give SANDBOX and PATH");
   json body{{"path", ref->path}};
   std::string error;
   if (auto t = seconds(a, error)) body["timeout"] = *t;
-  if (!error.empty()) return usage(command, error);
+  if (!error.empty()) return usageError(command, error);
   if (command == "persist" && !a.values("exclude").empty()) body["exclude"] = a.values("exclude");
   HttpResult r = c.request("POST", "/v1/sandboxes/" + ref->sandbox + "/" + command, body.dump());
   if (r.status != 200) return reportError(command + " " + ref->path, r);
@@ -355,10 +350,10 @@ int persistOrRestore(const std::string& command, const ParsedArgs& a, HttpClient
 int snapshotCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
   HttpResult r;
   if (auto lookup = a.value("lookup")) {
-    if (!a.positionals.empty()) return usage("snapshot", "--lookup KEY takes no SANDBOX");
+    if (!a.positionals.empty()) return usageError("snapshot", "--lookup KEY takes no SANDBOX");
     r = c.request("GET", "/v1/snapshots?operationKey=" + urlEncode(*lookup));
   } else {
-    if (a.positionals.size() != 1) return usage("snapshot", "give SANDBOX (or --lookup KEY)");
+    if (a.positionals.size() != 1) return usageError("snapshot", "give SANDBOX (or --lookup KEY)");
     std::string key;
     if (auto k = a.value("key")) {
       key = *k;
@@ -386,27 +381,19 @@ int snapshotCommand(const ParsedArgs& a, HttpClient& c, bool asJson) {
 }  // namespace
 
 int workspaceCommand(const std::string& command, const std::vector<std::string>& args) {
-  const HelpTopic& topic = *findHelpTopic(command);
-  auto parsed = parseArgs(args, flagSpecs(topic));
-  if (auto* e = std::get_if<std::string>(&parsed)) return usage(command, *e);
-  const ParsedArgs& a = std::get<ParsedArgs>(parsed);
-  if (a.has("help")) {
-    printOut(helpText(topic));
-    return kExitOk;
-  }
-  if (!a.rest.empty()) return usage(command, "unexpected arguments after --");
-  ClientSetup s = setupClient(a);
-  if (!s.error.empty()) return usage(command, s.error);
-  // A refused tree import closes its pipe: the write then fails, never kills.
-  ::signal(SIGPIPE, SIG_IGN);
-  try {
-    if (command == "cp") return cpCommand(a, *s.client);
-    if (command == "ls") return lsCommand(a, *s.client, s.json);
-    if (command == "snapshot") return snapshotCommand(a, *s.client, s.json);
-    return persistOrRestore(command, a, *s.client, s.json);
-  } catch (const ClientError& e) {
-    return reportFailure(command, e.what());
-  }
+  return runDaemonCommand(command, args,
+                          {[](const ParsedArgs& a) -> std::optional<std::string> {
+                             if (!a.rest.empty()) return "unexpected arguments after --";
+                             return std::nullopt;
+                           },
+                           [&](const ParsedArgs& a, ClientSetup& s) {
+                             // A refused tree import closes its pipe: the write then fails, never kills.
+                             ::signal(SIGPIPE, SIG_IGN);
+                             if (command == "cp") return cpCommand(a, *s.client);
+                             if (command == "ls") return lsCommand(a, *s.client, s.json);
+                             if (command == "snapshot") return snapshotCommand(a, *s.client, s.json);
+                             return persistOrRestore(command, a, *s.client, s.json);
+                           }});
 }
 
 }  // namespace stockade::cli

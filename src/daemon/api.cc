@@ -79,7 +79,7 @@ Reply Api::handle(Request& request) {
     case RouteId::kRestore: return workspaces_.restore(request);
     case RouteId::kCreateSnapshot: return workspaces_.snapshot(request);
     case RouteId::kLookupSnapshot: return workspaces_.lookupSnapshot(request);
-    case RouteId::kRunCode: break;
+    case RouteId::kRunCode: return processes_.runCode(request);
   }
   return Response::error({ApiCode::kNotImplemented, "route " + std::string(request.match.route->pattern) +
                                                         " is not implemented by this daemon"});

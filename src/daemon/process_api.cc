@@ -494,6 +494,19 @@ Reply ProcessApi::resizePty(const Request& r) {
   return statusReply(p.h.core->resize(std::string(r.match.param("pid")), stockade::TerminalSize{p.q.cols, p.q.rows}));
 }
 
+// The sandbox's kernel runs the code on a thread of the reply's own (a
+// call waits for the one before it in the same sandbox); a client that
+// leaves interrupts its cell.
+Reply ProcessApi::runCode(const Request& r) {
+  STOCKADE_OR_REPLY(p, prepare(sandboxes_, r, decodeRunCode(r.body)));
+  process::CodeRequest q{p.q.code, p.q.language, millis(p.q.timeoutMs)};
+  return Deferred{std::make_shared<ThreadedReply>([kernel = p.h.code, q = std::move(q)](std::stop_token stop) -> Response {
+    auto ran = unwrap(guarded([&] { return kernel->run(q, stop); }));
+    if (auto* reply = std::get_if<Response>(&ran)) return *reply;
+    return jsonReply(executionJson(std::get<process::Execution>(ran)));
+  })};
+}
+
 #undef STOCKADE_OR_REPLY
 
 }  // namespace stockade::daemon

@@ -39,6 +39,7 @@ class ProcessApi {
   Reply startPty(const Request& r);
   Reply attachPty(const Request& r);
   Reply resizePty(const Request& r);
+  Reply runCode(const Request& r);
 
  private:
   Reply startCommand(const Request& r, Decoded<StartProcessRequest> decoded, bool wait);

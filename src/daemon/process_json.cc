@@ -118,4 +118,52 @@ ApiError apiErrorFor(const ProcessError& e) {
   return {ApiCode::kInternal, e.message};
 }
 
+namespace {
+
+// Jupyter's MIME types under the names seed 002's Result gives them.
+constexpr std::pair<const char*, const char*> kResultFormats[] = {
+    {"text/plain", "text"},       {"text/html", "html"},          {"text/markdown", "markdown"},
+    {"image/svg+xml", "svg"},     {"image/png", "png"},           {"image/jpeg", "jpeg"},
+    {"application/pdf", "pdf"},   {"text/latex", "latex"},        {"application/json", "json"},
+    {"application/javascript", "javascript"},
+};
+
+}  // namespace
+
+json executionJson(const process::Execution& e) {
+  json results = json::array();
+  for (const auto& r : e.results) {
+    json out = json::object();
+    json extra = json::object();
+    json formats = json::array();
+    for (const auto& [mime, value] : r.data.items()) {
+      const char* name = nullptr;
+      for (const auto& [m, n] : kResultFormats)
+        if (mime == m) name = n;
+      if (name) {
+        out[name] = value;
+        formats.push_back(name);
+      } else {
+        extra[mime] = value;
+      }
+    }
+    if (!extra.empty()) out["extra"] = std::move(extra);
+    out["formats"] = std::move(formats);
+    out["isMainResult"] = r.isMainResult;
+    results.push_back(std::move(out));
+  }
+  json error = nullptr;
+  if (e.error) error = json{{"name", e.error->name}, {"value", e.error->value}, {"traceback", e.error->traceback}};
+  json kernel{{"processId", e.kernelId}, {"new", e.newKernel}};
+  if (e.stateLost) kernel["stateLost"] = *e.stateLost;
+  json out{{"results", std::move(results)},
+           {"logs", {{"stdout", e.stdout}, {"stderr", e.stderr}}},
+           {"error", std::move(error)},
+           {"kernel", std::move(kernel)}};
+  out["executionCount"] = e.executionCount ? json(*e.executionCount) : json(nullptr);
+  if (e.logsTruncated) out["logsTruncated"] = true;
+  if (e.resultsTruncated) out["resultsTruncated"] = true;
+  return out;
+}
+
 }  // namespace stockade::daemon

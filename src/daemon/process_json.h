@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/daemon/api_error.h"
+#include "src/process/code_kernel.h"
 #include "stockade/process.h"
 
 namespace stockade::daemon {
@@ -16,6 +17,11 @@ nlohmann::json logFrameJson(const LogFrame& f);
 // One NDJSON line (with its "\n") of a log stream.
 std::string streamEventLine(const StreamLogEvent& e);
 nlohmann::json runResultJson(const RunResult& r);
+// seed 002's Execution: {results, logs: {stdout, stderr}, error, ...}. Each
+// result has the Jupyter names of its formats (text, html, markdown, svg,
+// png, jpeg, pdf, latex, json, javascript; others under "extra" by MIME
+// type) and isMainResult.
+nlohmann::json executionJson(const process::Execution& e);
 
 // not_found 404, timeout 408, stale_epoch 409, unsupported 409, unavailable
 // 503, invalid_path 400.

@@ -443,9 +443,42 @@ Decoded<TerminalSize> decodeResize(std::string_view body) {
 Decoded<RunCodeRequest> decodeRunCode(std::string_view body) {
   return decodeObject<RunCodeRequest>(body, EmptyBody::kRefused, [](FieldReader& f, RunCodeRequest& out) {
     if (!f.has("code")) f.fail("code", "required: the code to run");
-    if (auto c = f.string("code")) out.code = std::move(*c);
-    if (auto l = f.oneOf("language", {"python", "javascript", "r", "bash"})) out.language = std::move(*l);
-    out.timeoutMs = readMillis(f, "timeout", 0);
+    if (auto c = f.string("code")) {
+      if (c->find_first_not_of(" \t\r\n") == std::string::npos)
+        f.fail("code", "is empty; give the code to run");
+      else if (c->size() > kMaxCodeBytes)
+        f.fail("code", "is " + std::to_string(c->size()) + " bytes; at most " + std::to_string(kMaxCodeBytes) +
+                           " are run at once (send the rest as a file and run that)");
+      else if (c->find('\0') != std::string::npos)
+        f.fail("code", "contains a NUL byte");
+      out.code = std::move(*c);
+    }
+    if (auto l = f.string("language")) {
+      bool supported = false;
+      std::string list;
+      for (std::string_view s : kCodeLanguages) {
+        supported = supported || *l == s;
+        list += (list.empty() ? "\"" : ", \"") + std::string(s) + "\"";
+      }
+      if (!supported)
+        f.fail("language", quoteValue(*l) + " is not a language this daemon runs code in; supported: [" + list +
+                               "] (omit it for python)");
+      else
+        out.language = std::move(*l);
+    }
+    if (f.has("timeout")) {
+      const json* v = f.raw("timeout");
+      constexpr double kMaxSeconds = 86'400;
+      if (!v->is_number()) {
+        f.fail("timeout", std::string("must be a number of seconds (0.001 to 86400), not ") + jsonTypeName(*v));
+      } else {
+        const double seconds = v->get<double>();
+        if (!(seconds >= 0.001 && seconds <= kMaxSeconds))
+          f.fail("timeout", v->dump() + " is out of range; give seconds from 0.001 to 86400, or omit it for no limit");
+        else
+          out.timeoutMs = static_cast<std::uint64_t>(seconds * 1000.0 + 0.5);
+      }
+    }
   });
 }
 

@@ -14,6 +14,7 @@
 
 #include "src/daemon/api_error.h"
 #include "src/daemon/routes.h"
+#include "src/process/code_languages.h"
 #include "stockade/policy.h"
 
 namespace stockade::daemon {
@@ -122,10 +123,13 @@ struct StartPtyRequest {
 Decoded<StartPtyRequest> decodeStartPty(std::string_view body);
 Decoded<TerminalSize> decodeResize(std::string_view body);
 
-// POST .../code
+// POST .../code: {code, language?, timeout?}; timeout in seconds (seed
+// 002's runCode), a fraction allowed, 0.001 to 86400.
+using process::kCodeLanguages;
+inline constexpr std::size_t kMaxCodeBytes = 1u << 20;
 struct RunCodeRequest {
-  std::string code;
-  std::string language = "python";
+  std::string code;                  // 1 byte to kMaxCodeBytes, not only whitespace, no NUL
+  std::string language = "python";   // one of process::kCodeLanguages
   std::optional<std::uint64_t> timeoutMs;
 };
 Decoded<RunCodeRequest> decodeRunCode(std::string_view body);

@@ -66,6 +66,8 @@ constexpr Route kRoutes[] = {
      "attach to a PTY process: a WebSocket, binary frames both ways"},
     {M::kPost, "/v1/sandboxes/{id}/ptys/{pid}/resize", RouteId::kResizePty, A::kToken, B::kJson, R::kJson,
      "set a PTY process's window size"},
+    {M::kPost, "/v1/sandboxes/{id}/code", RouteId::kRunCode, A::kToken, B::kJson, R::kJson,
+     "run code in the sandbox's kernel, which keeps its state across calls (seed 002's runCode)"},
     {M::kPut, "/v1/sandboxes/{id}/files", RouteId::kUploadFile, A::kToken, B::kRaw, R::kJson,
      "create or replace a file of the workspace with the body's bytes (atomically)"},
     {M::kGet, "/v1/sandboxes/{id}/files", RouteId::kDownloadFile, A::kToken, B::kNone, R::kBytes,

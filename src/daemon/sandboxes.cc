@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "platform/linux/process_identity.h"
 #include "src/daemon/ids.h"
 #include "src/process/registry.h"
 
@@ -83,6 +84,20 @@ void Sandboxes::startLive(Entry& e, const SandboxPolicy& policy) {
   e.live = LiveSandbox::make(runtime_, e.record.id, e.record.workspace, confined(policy, e.record.workspace),
                              contextFor(e.record.workspace), *e.rules, limits_.processes);
   e.core = process::makeServiceCore(e.live);
+  // The kernel is a process of the sandbox like any other: its start is
+  // written to the ledger before it is dispatched, then its identity.
+  process::KernelRecorder recorder;
+  recorder.beforeStart = [this, id = e.record.id](const std::string& key) -> std::optional<ProcessError> {
+    if (ledger_.beginStart(key, id, "")) return std::nullopt;
+    return ProcessError{ProcessErrorCode::kUnavailable, "processKey " + key + " of a new kernel was used before"};
+  };
+  recorder.afterStart = [this](const std::string& key, const ProcessDto& dto) {
+    std::optional<platform::ProcessIdentity> identity;
+    if (dto.pid && dto.state != ProcessState::kTerminal) identity = platform::identifyProcess(*dto.pid);
+    if (identity) ledger_.markStarted(key, dto.id, *identity, "");
+    else ledger_.markEnded(key, ledger::ProcessState::kFailed, std::nullopt, std::nullopt, "the kernel did not start");
+  };
+  e.code = std::make_shared<process::CodeKernel>(e.core, std::move(recorder));
   // The workspace holds the sandbox (its rules, whether it is live), never
   // the other way round: a request still holding it after the close gets
   // stale_epoch.
@@ -283,7 +298,7 @@ std::variant<Sandboxes::LiveHandle, ApiError> Sandboxes::live(std::string_view i
   if (auto* e = std::get_if<ApiError>(&found)) return *e;
   Entry& entry = *std::get<Entry*>(found);
   if (!entry.live) return ApiError{ApiCode::kNotInitialized, "sandbox " + entry.record.id + ": " + entry.problem};
-  return LiveHandle{entry.record.id, entry.live, entry.core};
+  return LiveHandle{entry.record.id, entry.live, entry.core, entry.code};
 }
 
 std::variant<Sandboxes::WorkspaceHandle, ApiError> Sandboxes::workspace(std::string_view id) {
@@ -293,7 +308,7 @@ std::variant<Sandboxes::WorkspaceHandle, ApiError> Sandboxes::workspace(std::str
   Entry& entry = *std::get<Entry*>(found);
   if (!entry.live) return ApiError{ApiCode::kNotInitialized, "sandbox " + entry.record.id + ": " + entry.problem};
   if (!entry.workspace) return ApiError{ApiCode::kUnavailable, "sandbox " + entry.record.id + ": " + entry.workspaceProblem};
-  return WorkspaceHandle{LiveHandle{entry.record.id, entry.live, entry.core}, *entry.workspace};
+  return WorkspaceHandle{LiveHandle{entry.record.id, entry.live, entry.core, entry.code}, *entry.workspace};
 }
 
 void Sandboxes::syncEnded() {
@@ -329,7 +344,7 @@ std::variant<ledger::TerminateAnswer, ApiError> Sandboxes::terminate(std::string
     auto found = liveEntry(id);
     if (auto* e = std::get_if<ApiError>(&found)) return *e;
     Entry& entry = *std::get<Entry*>(found);
-    h = LiveHandle{entry.record.id, entry.live, entry.core};
+    h = LiveHandle{entry.record.id, entry.live, entry.core, entry.code};
   }
   auto record = ledger_.process(key);
   if (!record || record->sandboxId != h.id) return ledger::TerminateAnswer::kUnknown;

@@ -24,6 +24,7 @@
 #include "src/daemon/requests.h"
 #include "src/ledger/ledger.h"
 #include "src/ledger/recovery.h"
+#include "src/process/code_kernel.h"
 #include "stockade/rules.h"
 #include "stockade/workspace.h"
 
@@ -85,6 +86,7 @@ class Sandboxes {
     std::string id;
     std::shared_ptr<LiveSandbox> sandbox;
     std::shared_ptr<process::ServiceCore> core;
+    std::shared_ptr<process::CodeKernel> code;  // its code kernel (POST .../code)
   };
   std::variant<LiveHandle, ApiError> live(std::string_view id);
   // A live sandbox's workspace (stockade/workspace.h): its directory pinned
@@ -120,6 +122,7 @@ class Sandboxes {
     std::uint64_t order = 0;  // creation order (timestamps can tie)
     std::optional<Workspace> workspace;  // set with `live`, unless it could not be opened:
     std::string workspaceProblem;        // why not
+    std::shared_ptr<process::CodeKernel> code;  // set with `live`; its kernel's starts recorded in the ledger
   };
   void startLive(Entry& e, const SandboxPolicy& policy);
   DeriveContext contextFor(const std::string& workspace) const;

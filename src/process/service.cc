@@ -43,6 +43,14 @@ int signalNumber(ProcessSignal signal) noexcept {
   return SIGTERM;
 }
 
+std::optional<std::string> findProgram(const std::string& name) {
+  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
+    std::string path = std::string(dir) + "/" + name;
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 ProcessError notFound(const std::string& id) {
@@ -51,14 +59,6 @@ ProcessError notFound(const std::string& id) {
 
 // The POSIX shells a command string may run through (seed 003).
 constexpr const char* kShells[] = {"bash", "sh", "dash", "zsh", "ksh"};
-
-std::optional<std::string> findProgram(const std::string& name) {
-  for (const char* dir : {"/usr/local/bin", "/usr/bin", "/bin"}) {
-    std::string path = std::string(dir) + "/" + name;
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return std::nullopt;
-}
 
 // The shell for a command string: the one named (bash, sh, dash, zsh, ksh,
 // or an absolute path to one of them), else bash, else sh. An unknown name
@@ -219,6 +219,8 @@ const std::string& ServiceCore::sandboxId() const noexcept {
   static const std::string kNone;
   return sandbox_ ? sandbox_->sandboxId() : kNone;
 }
+
+std::string ServiceCore::defaultCwd() const { return sandbox_->defaultCwd(); }
 
 ProcessResult<std::shared_ptr<Record>> ServiceCore::find(const std::string& id) const {
   if (auto e = stale()) return *e;

@@ -49,6 +49,8 @@ class ServiceCore : public std::enable_shared_from_this<ServiceCore> {
   ProcessResult<std::shared_ptr<Record>> find(const std::string& id) const;
   std::optional<ProcessError> stale() const;
   const std::string& sandboxId() const noexcept;
+  // Where a process starts when no cwd is given.
+  std::string defaultCwd() const;
 
   // How a launched record's output and end are handled; the defaults feed
   // the record itself.
@@ -75,6 +77,9 @@ std::shared_ptr<ServiceCore> makeServiceCore(std::shared_ptr<SandboxContext> san
 
 // A random id: "proc-1f2e3d4c5b6a7988".
 std::string newId(std::string_view prefix);
+
+// The first of /usr/local/bin, /usr/bin, /bin holding an executable `name`.
+std::optional<std::string> findProgram(const std::string& name);
 
 // The signal number of a seed signal name.
 int signalNumber(ProcessSignal signal) noexcept;

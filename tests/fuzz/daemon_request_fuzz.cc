@@ -1,6 +1,6 @@
 // libFuzzer target: the daemon's request decoding -> route matching, query
 // parsing and every body and query decoder (src/daemon/routes.h,
-// requests.h), the workspace's included.
+// requests.h), the workspace's and the code kernel's included.
 // Input: "METHOD PATH?QUERY\nBODY". Nothing may crash, hang or leak, and
 // every refusal must be a 4xx error with a message.
 #include <cstddef>

@@ -487,5 +487,42 @@ TEST_F(CliWorkspaceTest, PersistRestoreAndSnapshotFromTheCli) {
   EXPECT_EQ(slurp(json::parse(r.out)["workspace"].get<std::string>() + "/app/main.py"), "v1");
 }
 
+// `stockade code`: the kernel keeps its state between invocations; output,
+// results and tracebacks read as at a Python prompt; the exit status says
+// how the code ended.
+TEST_F(CliClientTest, CodeKeepsItsStateAndExitsByHowTheCodeEnded) {
+  auto created = cli({"sandbox", "create"});
+  ASSERT_EQ(created.exitCode, 0) << created.err;
+  const std::string id = created.out.substr(0, created.out.find('\n'));
+  auto r = cli({"code", id, "x = 6 * 7\nprint('hi')"});
+  if (r.exitCode == 1 && r.err.find("IPython") != std::string::npos)
+    GTEST_SKIP() << "python3 cannot import IPython here (scripts/bootstrap installs python3-ipython): " << r.err;
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+  r = runProcess({stockadeBinary(), "code", "--connect", "unix:" + daemon.socketPath(), "--token-file",
+                  daemon.tokenFile(), id, "-"},
+                 "x + 1");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "43\n") << "the code came from standard input and saw the earlier call's x";
+  r = cli({"code", id, "1 / 0"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("ZeroDivisionError: division by zero"), std::string::npos) << r.err;
+  r = cli({"code", id, "--json", "x"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["results"][0]["text"], "42") << r.out;
+  r = cli({"code", id, "--timeout", "0.5", "while True: pass"});
+  EXPECT_EQ(r.exitCode, 124) << r.err;
+  EXPECT_NE(r.err.find("TimeoutError"), std::string::npos) << r.err;
+  r = cli({"code", id, "--language", "ruby", "x"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("supported: [\"python\"]"), std::string::npos) << r.err;
+  r = cli({"code", id});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("stockade code: give the sandbox id, then the code"), std::string::npos) << r.err;
+  r = cli({"code", id, "--timeout", "soon", "x"});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--timeout soon"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace stockade::testing

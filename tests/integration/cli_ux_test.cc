@@ -387,7 +387,7 @@ TEST_F(CliUxTest, PolicyHelpDocumentsThePolicyFormat) {
   EXPECT_EQ(unknown.exitCode, 2);
   EXPECT_EQ(unknown.err, "stockade: no help for \"nothing\"; topics: run, policy, policy check, policy derive, policy "
                          "narrower, policy diff, sandbox, sandbox create, sandbox ls, sandbox show, sandbox narrow, "
-                         "sandbox rm, exec, ps, logs, kill, wait, attach, cp, ls, persist, restore, snapshot\n");
+                         "sandbox rm, exec, ps, logs, kill, wait, attach, cp, ls, persist, restore, snapshot, code\n");
 }
 
 // The man page and the completion script are rendered from the tables that

@@ -169,6 +169,32 @@ TEST(RequestsTest, SessionsPtysAndCodeValidateTheirFields) {
   EXPECT_TRUE(errorOf(decodeRunCode(R"({"code":"1","language":"cobol"})")).message.starts_with("language:"));
 }
 
+TEST(RequestsTest, RunCodeDecodesItsFieldsAndTakesTimeoutInSeconds) {
+  auto q = valueOf(decodeRunCode(R"({"code":"x = 1","timeout":2.5})"));
+  EXPECT_EQ(q.code, "x = 1");
+  EXPECT_EQ(q.language, "python") << "the default";
+  EXPECT_EQ(q.timeoutMs, 2500u) << "seconds, as seed 002's runCode";
+  EXPECT_FALSE(valueOf(decodeRunCode(R"({"code":"1","language":"python"})")).timeoutMs);
+  const BadBody bad[] = {
+      {"", "body"},
+      {R"({})", "code"},
+      {R"({"code":null})", "code"},
+      {R"({"code":" \t\n"})", "code"},
+      {R"({"code":"1","language":"ruby"})", "language"},
+      {R"({"code":"1","timeout":true})", "timeout"},
+      {R"({"code":"1","timeout":0.0001})", "timeout"},
+      {R"({"code":"1","timeout":86401})", "timeout"},
+      {R"({"code":"1","other":1})", "other"},
+  };
+  for (const auto& b : bad) {
+    ApiError e = errorOf(decodeRunCode(b.body));
+    EXPECT_EQ(e.status(), 400) << b.body;
+    EXPECT_TRUE(e.message.starts_with(b.field)) << b.body << " -> " << e.message;
+  }
+  EXPECT_TRUE(errorOf(decodeRunCode("{\"code\":\"" + std::string(kMaxCodeBytes + 1, 'x') + "\"}"))
+                  .message.starts_with("code: is 1048577 bytes"));
+}
+
 TEST(RequestsTest, QueriesRefuseUnknownKeysAndBadValues) {
   EXPECT_EQ(valueOf(decodeListProcesses({{"state", "running"}})).state, "running");
   EXPECT_TRUE(errorOf(decodeListProcesses({{"state", "dead"}})).message.starts_with("query.state:"));
