@@ -10,10 +10,9 @@ using json = Json;
 constexpr std::size_t kMaxBytes = 1 << 20;
 constexpr int kMaxDepth = 16;
 
-// Nesting depth of JSON text, counted outside strings, so a hostile file of
-// a million "[" is refused before the parser (and the DOM's recursive
-// destructor) sees it.
-int nestingDepth(std::string_view text) {
+}  // namespace
+
+int jsonNestingDepth(std::string_view text) {
   int depth = 0, deepest = 0;
   bool inString = false, escaped = false;
   for (char c : text) {
@@ -29,6 +28,8 @@ int nestingDepth(std::string_view text) {
   }
   return deepest;
 }
+
+namespace {
 
 // Builds the DOM from SAX events, keeping the JSON path of the value being
 // read, so that a duplicate key and a number's text are recorded where they are.
@@ -140,7 +141,7 @@ std::optional<JsonDocument> readJson(std::string_view text, Problems& problems) 
     problems.add("", "is larger than 1 MiB");
     return std::nullopt;
   }
-  if (nestingDepth(text) > kMaxDepth) {
+  if (jsonNestingDepth(text) > kMaxDepth) {
     problems.add("", "nests deeper than 16 levels");
     return std::nullopt;
   }

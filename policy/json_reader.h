@@ -18,6 +18,12 @@
 
 namespace stockade::policy {
 
+// Nesting depth of JSON text ({ and [ counted outside strings), without
+// parsing it: untrusted text deeper than a bound is refused before a parser
+// builds it, since a DOM that deep is serialised (and was destroyed) by
+// recursion, and a million "[" would exhaust the stack.
+int jsonNestingDepth(std::string_view text);
+
 // The problems of one text, in the order they were found. Keeps the first
 // kMaxProblems and counts the rest, so a hostile file of a million bad
 // entries costs a bounded message.

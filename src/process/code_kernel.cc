@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "policy/json_reader.h"
 #include "src/process/code_driver_source.h"  // generated from code_driver.py (src/CMakeLists.txt)
 #include "src/process/launcher.h"
 #include "src/process/registry.h"
@@ -152,6 +153,14 @@ class CodeKernel::Process {
   }
 
   void onFrame(const std::string& body) {
+    // The frame is the sandbox's bytes (code can forge one: it shares the
+    // driver's interpreter), and its values are serialised into the reply by
+    // recursion: a frame nested deeper than kMaxFrameDepth ends the kernel
+    // before it is parsed (a forged 200,000-deep one crashed the daemon).
+    if (policy::jsonNestingDepth(body) > kMaxFrameDepth) {
+      broken("it wrote a frame nested deeper than " + std::to_string(kMaxFrameDepth) + " levels");
+      return;
+    }
     json frame = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (!frame.is_object() || !frame.contains("type") || !frame["type"].is_string()) {
       broken("it wrote a frame that is not a JSON object with a type");

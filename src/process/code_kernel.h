@@ -50,6 +50,10 @@ inline constexpr auto kKernelStartTimeout = std::chrono::seconds(60);
 // resultsTruncated). A frame over kMaxFrameBytes ends the kernel.
 inline constexpr std::size_t kMaxCallLogBytes = 8u << 20;
 inline constexpr std::size_t kMaxCallResultBytes = 32u << 20;
+// A frame from the kernel nested deeper ends the kernel (a protocol error):
+// far more than any result IPython makes, far less than would exhaust the
+// stack of the thread that serialises the reply.
+inline constexpr int kMaxFrameDepth = 256;
 inline constexpr std::size_t kMaxFrameBytes = 32u << 20;
 
 struct CodeRequest {

@@ -276,6 +276,29 @@ TEST_F(CodeTest, AKernelThatDiesIsReportedAndTheNextCallStartsAFreshOne) {
   EXPECT_EQ(third["results"][0]["text"], "1");
 }
 
+// The driver shares its interpreter with the code, so code can find the
+// frame tag and write frames of its own: a forged one nested 200,000 deep
+// (the daemon serialises frames by recursion) ends the kernel, not the daemon.
+TEST_F(CodeTest, AForgedFrameNestedTooDeepEndsTheKernelAndTheDaemonServesOn) {
+  std::string id = createSandbox();
+  FIRST_OR_SKIP(a, id, "kept = 1");
+  json forged = code(id,
+                     "import gc, os\n"
+                     "g = [o for o in gc.get_objects() if isinstance(o, dict) and '_tag' in o and '_out_fd' in o][0]\n"
+                     "deep = b'[' * 200000 + b']' * 200000\n"
+                     "os.write(g['_out_fd'], b'\\x1e' + g['_tag'] + b' {\"type\":\"display\",\"data\":{\"x\":' + "
+                     "deep + b'}}\\x1e')\n"
+                     "import time; time.sleep(30)");
+  ASSERT_TRUE(forged["error"].is_object()) << forged;
+  EXPECT_EQ(forged["error"]["name"], "KernelDied");
+  EXPECT_NE(forged["error"]["value"].get<std::string>().find("nested deeper than 256 levels"), std::string::npos)
+      << forged;
+  EXPECT_EQ(c->request("GET", "/v1/health").status, 200) << "the daemon still serves";
+  json fresh = code(id, "1 + 1");
+  EXPECT_EQ(fresh["kernel"]["new"], true) << fresh;
+  EXPECT_EQ(fresh["results"][0]["text"], "2") << fresh;
+}
+
 TEST_F(CodeTest, DeletingTheSandboxKillsItsKernel) {
   std::string id = createSandbox();
   FIRST_OR_SKIP(a, id, "1");
