@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,9 +23,12 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -194,11 +198,17 @@ inline void writeSmallTree(const std::string& root, int dirs, int filesPerDir, s
 // and socket there), forked so that it dies with the bench
 // (PR_SET_PDEATHSIG) even when the bench aborts; ready (GET /v1/health)
 // when the constructor returns. Its stdout is dropped, stderr goes to
-// `dir`/daemon.log.
+// `dir`/daemon.log. It gets packaging/stockaded.service's LimitNOFILE=65536
+// when the bench may raise it (CAP_SYS_RESOURCE), else its hard limit: each
+// idle sandbox holds about 50 of the daemon's descriptors (daemon_bench
+// --scale prints them), so 500 sandboxes need more than 20,000. With
+// `removeDirectory`, `dir` goes with the daemon. A request the helpers below
+// make that fails throws std::runtime_error naming it and its reply.
 class Daemon {
  public:
-  Daemon(const std::string& binary, const std::string& dir, std::vector<std::string> extraArgs = {})
-      : socket_(dir + "/d.sock"), token_("bench-token-0123456789abcdef") {
+  Daemon(const std::string& binary, const std::string& dir, std::vector<std::string> extraArgs = {},
+         bool removeDirectory = false)
+      : dir_(removeDirectory ? dir : ""), socket_(dir + "/d.sock"), token_("bench-token-0123456789abcdef") {
     std::filesystem::create_directories(dir);
     const std::string tokenFile = dir + "/token", log = dir + "/daemon.log";
     { std::ofstream(tokenFile) << token_ << "\n"; }
@@ -215,6 +225,11 @@ class Daemon {
     if (pid_ == 0) {
       int out = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
       int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      rlimit files{65536, 65536};
+      if (::setrlimit(RLIMIT_NOFILE, &files) != 0 && ::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+        files.rlim_cur = files.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &files);
+      }
       if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != bench || out < 0 || err < 0 ||
           ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
         ::_exit(127);
@@ -232,8 +247,11 @@ class Daemon {
     check(false, "starting " + binary + " (see " + log + ")");
   }
   ~Daemon() {
+    http_.reset();
     ::kill(pid_, SIGTERM);
     ::waitpid(pid_, nullptr, 0);
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
   }
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -246,11 +264,44 @@ class Daemon {
     check(r.status == 200, "create sandbox: " + r.body);
     return r.body;
   }
+  // A request whose reply must have `status`; its JSON body (null when empty).
+  nlohmann::json expect(int status, std::string_view method, std::string_view target, std::string_view body = {}) {
+    auto r = http_->request(method, target, body);
+    if (r.status != status)
+      throw std::runtime_error(std::string(method) + " " + std::string(target) + ": " + std::to_string(r.status) + " " +
+                               r.body);
+    return r.body.empty() ? nlohmann::json() : nlohmann::json::parse(r.body);
+  }
+  // A sandbox under `policy` (a whole policy document); its id.
+  std::string create(const nlohmann::json& policy) {
+    return expect(200, "POST", "/v1/sandboxes", nlohmann::json{{"policy", policy}}.dump())["id"];
+  }
+  void close(const std::string& sandbox) { expect(204, "DELETE", "/v1/sandboxes/" + sandbox); }
+  // POST .../processes/run of /bin/true, which must exit 0: its process id,
+  // for forget() (outside the caller's measured interval).
+  std::string runTrue(const std::string& sandbox) {
+    auto j = expect(200, "POST", "/v1/sandboxes/" + sandbox + "/processes/run", R"({"argv":["/bin/true"]})");
+    if (j["exitCode"] != 0) throw std::runtime_error("run /bin/true: " + j.dump());
+    return j["processId"];
+  }
+  void forget(const std::string& sandbox, const std::string& process) {
+    expect(204, "DELETE", "/v1/sandboxes/" + sandbox + "/processes/" + process);
+  }
 
  private:
+  std::string dir_;  // removed with the daemon, when asked
   std::string socket_, token_;
   pid_t pid_ = -1;
   std::unique_ptr<cli::HttpClient> http_;
 };
+
+#ifdef STOCKADED_PATH
+// The daemon of daemon_bench and compare_spawn: the build's stockaded with
+// room for 1,000 sandboxes, `dir` removed with it.
+class LocalDaemon : public Daemon {
+ public:
+  explicit LocalDaemon(const std::string& dir) : Daemon(STOCKADED_PATH, dir, {"--max-sandboxes", "1000"}, true) {}
+};
+#endif
 
 }  // namespace stockade::bench

@@ -42,7 +42,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/daemon_fixture.h"
+#include "bench/bench_support.h"
 #include "stockade/stockade.h"
 
 extern char** environ;

@@ -30,7 +30,7 @@
 // reported as such.
 //
 // The daemon is build/stockaded, started here on a temporary socket
-// (bench/daemon_fixture.h).
+// (bench/bench_support.h).
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,7 +47,6 @@
 #include <vector>
 
 #include "bench/bench_support.h"
-#include "bench/daemon_fixture.h"
 #include "stockade/stockade.h"
 
 namespace {
