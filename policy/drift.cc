@@ -7,15 +7,11 @@
 #include "policy/text.h"
 
 namespace stockade::policy {
-namespace {
-
 std::optional<FileIdentity> identityOf(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
   return FileIdentity{st.st_dev, st.st_ino};
 }
-
-}  // namespace
 
 DriftBaseline::DriftBaseline(DerivedRules rules, const DriftBaseline* previous) : rules_(std::move(rules)) {
   for (const auto& path : rules_.filesystem().denyRead) {

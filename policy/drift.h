@@ -26,6 +26,10 @@ struct FileIdentity {
   bool operator==(const FileIdentity&) const = default;
 };
 
+// The identity of the object at `path` itself (lstat: a symlink is its own
+// object), nullopt when there is none.
+std::optional<FileIdentity> identityOf(const std::string& path);
+
 // What a drift check compares against: the rules in force and the identity
 // of every read-denied object they name that existed when they were admitted.
 class DriftBaseline {

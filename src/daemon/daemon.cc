@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "platform/unique_fd.h"
+#include "policy/drift.h"
 #include "src/daemon/api.h"
 #include "src/ledger/recovery.h"
 
@@ -41,13 +42,6 @@ void prepareStateDir(const std::string& dir) {
                              ", not by this daemon's uid " + std::to_string(::geteuid()));
   if ((st.st_mode & 022) != 0)
     throw std::runtime_error("--state-dir " + dir + ": writable by group or others; chmod 700 it");
-}
-
-// (st_dev, st_ino) of the file at `path`, nullopt when lstat() fails.
-std::optional<std::pair<dev_t, ino_t>> fileIdentity(const std::string& path) {
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
-  return std::pair{st.st_dev, st.st_ino};
 }
 
 // One daemon per state dir: two would each "recover" the other's processes.
@@ -99,8 +93,9 @@ struct Daemon::Impl {
   std::optional<SnapshotStore> snapshots;
   std::shared_ptr<Api> api;
   std::unique_ptr<Server> server;
-  // The token file's (st_dev, st_ino) when it was last read.
-  std::optional<std::pair<dev_t, ino_t>> tokenIdentity;
+  // The token file's identity when it was last read: the one every sandbox
+  // admitted since then holds in its drift baseline (policy/drift.h).
+  std::optional<policy::FileIdentity> tokenIdentity;
 
   // The collection pass, on a thread of its own.
   std::thread gc;
@@ -136,7 +131,7 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   DaemonOptions& o = impl_->options;
   prepareStateDir(o.stateDir);
   impl_->stateLock = lockStateDir(o.stateDir);
-  if (o.tokenFile) impl_->tokenIdentity = fileIdentity(*o.tokenFile);
+  if (o.tokenFile) impl_->tokenIdentity = policy::identityOf(*o.tokenFile);
   auto opened = ledger::Ledger::open(o.stateDir + "/ledger.db");
   if (auto* e = std::get_if<std::string>(&opened)) throw std::runtime_error("ledger " + *e);
   impl_->ledger = std::move(std::get<std::unique_ptr<ledger::Ledger>>(opened));
@@ -226,7 +221,7 @@ Daemon::TokenReload Daemon::reloadToken() {
   if (auto* e = std::get_if<1>(&token)) return {"--token-file " + *e + "; the previous token stays", ""};
   impl_->server->replaceToken(std::get<0>(std::move(token)));
   TokenReload result;
-  auto now = fileIdentity(*o.tokenFile);
+  auto now = policy::identityOf(*o.tokenFile);
   if (now != impl_->tokenIdentity)
     result.warning = "--token-file " + *o.tokenFile +
                      " is another file than the one read before (renamed over it): the sandboxes created before "
