@@ -68,6 +68,12 @@ struct SeccompRule {
   // or continued, allocation_limit.h); else the filter returns `error`.
   bool viaSupervisor;
   bool brokered = false;  // a brokered call (error 0): the write broker answers it
+  // An allow-list inside the rule: it holds only when the low 32 bits of
+  // args[exceptArg] are none of `except` (empty: no such condition). The
+  // compiler checks it with one comparison per value (seccomp_compile.cc)
+  // instead of deny rules for the list's complement.
+  unsigned exceptArg = 0;
+  std::vector<std::uint32_t> except;
 };
 
 // True when every comparison of `rule` holds for these arguments: the

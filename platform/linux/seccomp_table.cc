@@ -307,33 +307,17 @@ constexpr std::uint32_t kTerminalIoctls[] = {
     0x5600, 0x5601, 0x5603,                          // VT_OPENQRY, VT_GETMODE, VT_GETSTATE
 };
 
-// Deny rules for every request of `space` (bits `fixed` equal to `value`)
-// that is none of `allowed`, splitting on the highest open bit.
-void denyTerminalIoctls(const IoctlSpace& space, const std::vector<std::uint32_t>& allowed, std::uint32_t fixed,
-                        std::uint32_t value, std::vector<SeccompRule>& out) {
-  if (allowed.empty()) {
-    out.push_back({"ioctl", {{1, Op::kMaskedEquals, fixed, value}}, EPERM,
-                   std::string(space.name) + " not in the terminal ioctl allow-list: its effect could outlive the "
-                                             "program on the operator's terminal",
-                   true});
-    return;
-  }
-  if (fixed == 0xffffffffu) return;  // exactly an allowed request
-  const std::uint32_t bit = 1u << (31 - std::countl_zero(~fixed));
-  for (std::uint32_t v : {0u, bit}) {
-    std::vector<std::uint32_t> sub;
-    for (std::uint32_t request : allowed)
-      if ((request & bit) == v) sub.push_back(request);
-    denyTerminalIoctls(space, sub, fixed | bit, value | v, out);
-  }
-}
-
+// One rule per request space: the space, unless the request is allowed.
 void addTerminalIoctlRules(std::vector<SeccompRule>& out) {
   for (const auto& space : kTerminalIoctlSpaces) {
-    std::vector<std::uint32_t> allowed;
+    SeccompRule rule{"ioctl", {{1, Op::kMaskedEquals, space.mask, space.value}}, EPERM,
+                     std::string(space.name) + " not in the terminal ioctl allow-list: its effect could outlive the "
+                                               "program on the operator's terminal",
+                     true};
+    rule.exceptArg = 1;
     for (std::uint32_t request : kTerminalIoctls)
-      if ((request & space.mask) == space.value) allowed.push_back(request);
-    denyTerminalIoctls(space, allowed, space.mask, space.value, out);
+      if ((request & space.mask) == space.value) rule.except.push_back(request);
+    out.push_back(std::move(rule));
   }
 }
 
@@ -497,6 +481,11 @@ std::string describe(const SeccompRule& r) {
     if (a.op == Op::kGreaterOrEqual) out += arg + " >= " + hex(a.value);
     else out += "(" + arg + " & " + hex(a.mask) + ") == " + hex(a.value);
   }
+  if (!r.except.empty()) {
+    out += " && (arg" + std::to_string(r.exceptArg) + " & 0xffffffff) not in {";
+    for (std::size_t i = 0; i < r.except.size(); ++i) out += (i ? ", " : "") + hex(r.except[i]);
+    out += "}";
+  }
   return out;
 }
 
@@ -546,6 +535,9 @@ bool seccompMatches(const SeccompRule& rule, const std::uint64_t* args) noexcept
     const std::uint64_t v = args[a.index];
     if (a.op == Op::kGreaterOrEqual ? v < a.value : (v & a.mask) != a.value) return false;
   }
+  const auto low = static_cast<std::uint32_t>(args[rule.exceptArg]);
+  for (std::uint32_t allowed : rule.except)
+    if (low == allowed) return false;
   return true;
 }
 
