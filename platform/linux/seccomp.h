@@ -68,12 +68,12 @@ struct SeccompRule {
   // or continued, allocation_limit.h); else the filter returns `error`.
   bool viaSupervisor;
   bool brokered = false;  // a brokered call (error 0): the write broker answers it
-  // An allow-list inside the rule: it holds only when the low 32 bits of
-  // args[exceptArg] are none of `except` (empty: no such condition). The
-  // compiler checks it with one comparison per value (seccomp_compile.cc)
-  // instead of deny rules for the list's complement.
-  unsigned exceptArg = 0;
-  std::vector<std::uint32_t> except;
+  // An allow-list inside the rule: it holds only when the call matches none
+  // of these combinations, each a conjunction of kMaskedEquals comparisons
+  // (empty: no such condition). The compiler checks them as a tree of
+  // comparisons (seccomp_compile.cc) instead of deny rules for the list's
+  // complement.
+  std::vector<std::vector<SeccompArg>> unless;
 };
 
 // True when every comparison of `rule` holds for these arguments: the

@@ -7,11 +7,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "platform/linux/kernel_abi.h"
 #include "platform/unique_fd.h"
@@ -29,45 +31,146 @@ std::uint32_t actionOf(const SeccompRule& rule) {
 
 // SECCOMP_RET_TRACE data marking where a rule's allow-list goes (stockade
 // has no tracer: no other TRACE action is in the filter).
-constexpr std::uint32_t kExceptMarker = 0x5e00;
+constexpr std::uint32_t kAllowListMarker = 0x5e00;
 
-// Rules with an allow-list (SeccompRule::except) were compiled with a marker
-// action; each marker's `ret` becomes a jump to a block appended for its rule:
+// Rules with an allow-list (SeccompRule::unless) were compiled with a marker
+// action; each marker's `ret` becomes a jump to a block appended for its
+// rule, which walks the allowed combinations as a tree of 32-bit words
+// (the words every combination shares first: the high halves, mostly 0):
 //
-//   ld  args[exceptArg] (low 32 bits)
-//   jeq allowed[0] -> allow      one comparison per allowed value
+//   ld  word; [and mask]         one load per tree node
+//   jeq value -> next node       one comparison per allowed value there
 //   ...
-//   ret <the rule's action>
+//   ja  deny
+//   ...
+//   deny:  ret <the rule's action>
 //   allow: ret ALLOW
 //
-// where deny rules for the list's complement took about ten times as many
-// instructions (the terminal ioctls: 385 of the filter's 905), and the kernel
-// JIT-compiles every instruction at each spawn.
-std::optional<std::string> spliceExceptions(std::vector<sock_filter>& program,
+// Deny rules for the lists' complements took several times as many
+// instructions (the terminal ioctls: 385 of the filter's 905; socket and
+// socketpair: 291), and the kernel JIT-compiles every one at each spawn.
+class AllowListBlock {
+ public:
+  AllowListBlock(std::vector<sock_filter>& program, const SeccompRule& rule) : program_(program), rule_(rule) {}
+
+  std::optional<std::string> emit() {
+    std::vector<Path> paths;
+    for (const auto& allowed : rule_.unless) {
+      Path path;
+      for (const SeccompArg& a : allowed) {
+        if (a.op != SeccompArg::Op::kMaskedEquals || a.index > 5)
+          return std::string(rule_.syscall) + ": an allow-list compares only (arg & mask) == value, arg0..arg5";
+        const std::uint32_t base = static_cast<std::uint32_t>(offsetof(seccomp_data, args) + 8 * a.index);
+        for (unsigned high : {1u, 0u}) {
+          const auto mask = static_cast<std::uint32_t>(a.mask >> (32 * high));
+          if (mask != 0) path.push_back({base + 4 * high, mask, static_cast<std::uint32_t>(a.value >> (32 * high)) & mask});
+        }
+      }
+      std::stable_sort(path.begin(), path.end(), [](const Word& x, const Word& y) {
+        return (x.offset % 8 == 4) > (y.offset % 8 == 4);  // high halves first: they are shared
+      });
+      paths.push_back(std::move(path));
+    }
+    std::vector<const Path*> all;
+    for (const auto& p : paths) all.push_back(&p);
+    node(all, 0);
+    const std::size_t deny = program_.size();
+    program_.push_back(BPF_STMT(BPF_RET | BPF_K, actionOf(rule_)));
+    program_.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    for (const Fixup& f : fixups_) {
+      const std::size_t target = f.to == kDeny ? deny : f.to == kAllow ? deny + 1 : labels_[f.to];
+      const std::size_t distance = target - (f.at + 1);
+      sock_filter& i = program_[f.at];
+      if (BPF_OP(i.code) == BPF_JA) {
+        i.k = static_cast<std::uint32_t>(distance);
+      } else if (distance > 255) {
+        return std::string(rule_.syscall) + ": its allow-list block is too large for a conditional jump";
+      } else {
+        i.jt = static_cast<std::uint8_t>(distance);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct Word {
+    std::uint32_t offset, mask, value;
+  };
+  using Path = std::vector<Word>;
+  static constexpr std::size_t kDeny = ~std::size_t{0}, kAllow = kDeny - 1;
+  struct Fixup {
+    std::size_t at, to;  // instruction, label (or kDeny, kAllow)
+  };
+
+  // The combinations `paths`, whose first `depth` words matched.
+  void node(const std::vector<const Path*>& paths, std::size_t depth) {
+    for (const Path* p : paths)
+      if (p->size() == depth) return jump(kAllow);  // one of them matched in full
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> loads;  // (offset, mask), in order of appearance
+    for (const Path* p : paths)
+      if (std::find(loads.begin(), loads.end(), std::pair((*p)[depth].offset, (*p)[depth].mask)) == loads.end())
+        loads.emplace_back((*p)[depth].offset, (*p)[depth].mask);
+    for (const auto& [offset, mask] : loads) {
+      program_.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset));
+      if (mask != 0xffffffffu) program_.push_back(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, mask));
+      std::vector<std::pair<std::uint32_t, std::vector<const Path*>>> children;  // by value
+      for (const Path* p : paths) {
+        const Word& w = (*p)[depth];
+        if (w.offset != offset || w.mask != mask) continue;
+        auto c = std::find_if(children.begin(), children.end(), [&](const auto& known) { return known.first == w.value; });
+        if (c == children.end()) children.push_back({w.value, {p}});
+        else c->second.push_back(p);
+      }
+      std::vector<std::size_t> childLabels;
+      for (const auto& [value, sub] : children) {
+        const bool leaf = std::any_of(sub.begin(), sub.end(), [&](const Path* p) { return p->size() == depth + 1; });
+        childLabels.push_back(leaf ? kAllow : newLabel());
+        fixups_.push_back({program_.size(), childLabels.back()});
+        program_.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 0));
+      }
+      const std::size_t otherwise = newLabel();  // the next load of this node, or deny
+      jump(otherwise);
+      for (std::size_t c = 0; c < children.size(); ++c) {
+        if (childLabels[c] == kAllow) continue;
+        labels_[childLabels[c]] = program_.size();
+        node(children[c].second, depth + 1);
+      }
+      labels_[otherwise] = program_.size();
+    }
+    jump(kDeny);
+  }
+
+  std::size_t newLabel() {
+    labels_.push_back(0);
+    return labels_.size() - 1;
+  }
+  void jump(std::size_t to) {
+    fixups_.push_back({program_.size(), to});
+    program_.push_back(BPF_STMT(BPF_JMP | BPF_JA, 0));
+  }
+
+  std::vector<sock_filter>& program_;
+  const SeccompRule& rule_;
+  std::vector<std::size_t> labels_;
+  std::vector<Fixup> fixups_;
+};
+
+std::optional<std::string> spliceAllowLists(std::vector<sock_filter>& program,
                                             const std::vector<const SeccompRule*>& rules) {
   std::vector<std::size_t> blocks;
   for (const SeccompRule* rule : rules) {
-    const std::size_t n = rule->except.size();
-    if (n > 254) return std::string(rule->syscall) + ": an allow-list of " + std::to_string(n) + " values, more than one block's jumps reach";
-    if (rule->exceptArg > 5) return std::string(rule->syscall) + ": exceptArg " + std::to_string(rule->exceptArg);
     blocks.push_back(program.size());
-    program.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                               static_cast<std::uint32_t>(offsetof(seccomp_data, args) + 8 * rule->exceptArg)));
-    for (std::size_t k = 0; k < n; ++k)  // to `allow`, two past the last comparison
-      program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, rule->except[k], static_cast<std::uint8_t>(n - k), 0));
-    program.push_back(BPF_STMT(BPF_RET | BPF_K, actionOf(*rule)));
-    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    if (auto e = AllowListBlock(program, *rule).emit()) return e;
   }
   std::vector<bool> reached(rules.size());
   for (std::size_t pc = 0; pc < program.size(); ++pc) {
     sock_filter& i = program[pc];
     if (i.code != (BPF_RET | BPF_K) || (i.k & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_TRACE) continue;
-    const std::uint32_t marker = (i.k & SECCOMP_RET_DATA) - kExceptMarker;
-    if ((i.k & SECCOMP_RET_DATA) < kExceptMarker || marker >= rules.size())
-      return "the compiled filter returns SECCOMP_RET_TRACE with data " + std::to_string(i.k & SECCOMP_RET_DATA) +
-             ", which is no rule's marker";
-    i = BPF_JUMP(BPF_JMP | BPF_JA, static_cast<std::uint32_t>(blocks[marker] - (pc + 1)), 0, 0);
-    reached[marker] = true;
+    const std::uint32_t data = i.k & SECCOMP_RET_DATA;
+    if (data < kAllowListMarker || data - kAllowListMarker >= rules.size())
+      return "the compiled filter returns SECCOMP_RET_TRACE with data " + std::to_string(data) + ", which is no rule's marker";
+    i = BPF_JUMP(BPF_JMP | BPF_JA, static_cast<std::uint32_t>(blocks[data - kAllowListMarker] - (pc + 1)), 0, 0);
+    reached[data - kAllowListMarker] = true;
   }
   for (std::size_t r = 0; r < rules.size(); ++r)
     if (!reached[r]) return std::string(rules[r]->syscall) + ": libseccomp left out the marker of an allow-list rule";
@@ -110,16 +213,16 @@ std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const S
     return *e;
   const auto rules = seccompRules(options);
   const auto shown = seccompDenials(options);  // the same rows, with their conditions spelt out
-  std::vector<const SeccompRule*> withExceptions;  // their markers, in order (spliceExceptions)
+  std::vector<const SeccompRule*> withAllowLists;  // their markers, in order (spliceAllowLists)
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const SeccompRule& d = rules[i];
     int nr = resolveSyscall(d.syscall);
     if (nr < 0) return std::string("seccomp_syscall_resolve_name(\"") + d.syscall + "\") failed";
     // EPERM rows go to the supervisor, which answers EPERM and audits (seccomp_notify.h).
     std::uint32_t action = actionOf(d);
-    if (!d.except.empty()) {  // a marker, replaced by a jump to the rule's allow-list below
-      action = SCMP_ACT_TRACE(static_cast<std::uint16_t>(kExceptMarker + withExceptions.size()));
-      withExceptions.push_back(&d);
+    if (!d.unless.empty()) {  // a marker, replaced by a jump to the rule's allow-list below
+      action = SCMP_ACT_TRACE(static_cast<std::uint16_t>(kAllowListMarker + withAllowLists.size()));
+      withAllowLists.push_back(&d);
     }
     std::vector<scmp_arg_cmp> args;
     for (const SeccompArg& a : d.args)
@@ -137,7 +240,7 @@ std::variant<std::vector<sock_filter>, std::string> compileSeccompFilter(const S
   std::vector<sock_filter> program(static_cast<std::size_t>(size) / sizeof(sock_filter));
   if (::pread(memfd.get(), program.data(), static_cast<std::size_t>(size), 0) != size)
     return std::string("pread(memfd, ") + std::to_string(size) + ") failed: " + strerrorname_np(errno);
-  if (auto e = spliceExceptions(program, withExceptions)) return *e;
+  if (auto e = spliceAllowLists(program, withAllowLists)) return *e;
   if (program.size() > BPF_MAXINSNS) return "the filter has " + std::to_string(program.size()) + " instructions, more than BPF_MAXINSNS";
   return program;
 }

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -314,9 +313,8 @@ void addTerminalIoctlRules(std::vector<SeccompRule>& out) {
                      std::string(space.name) + " not in the terminal ioctl allow-list: its effect could outlive the "
                                                "program on the operator's terminal",
                      true};
-    rule.exceptArg = 1;
-    for (std::uint32_t request : kTerminalIoctls)
-      if ((request & space.mask) == space.value) rule.except.push_back(request);
+    for (std::uint32_t request : kTerminalIoctls)  // the low 32 bits, which the kernel reads
+      if ((request & space.mask) == space.value) rule.unless.push_back({{1, Op::kMaskedEquals, 0xffffffffu, request}});
     out.push_back(std::move(rule));
   }
 }
@@ -327,26 +325,29 @@ constexpr std::uint64_t kSocketTypeFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
 // unshare and clone: one row per namespace flag, generated from kNamespaceFlags.
 constexpr const char* kNamespaceReason = "a new namespace would escape the enforced ones";
 
-// --- the allow-list as deny rules -----------------------------------------
-//
-// libseccomp's rules are a union of conjunctions with one comparison per
-// argument, all matching to a non-default action; an allow rule inside a
-// default-allow filter cannot be written. So the allow-list is compiled into
-// rules that match exactly its complement. Each allowed argument value is a
-// ternary pattern (x & mask) == value; the complement of a set of patterns
-// on one argument is found by splitting on the bits the patterns care about,
-// high to low: a branch no pattern matches becomes one deny comparison.
-// Bits that every allowed value requires to be zero are hoisted into one
-// comparison each (or one `>=` for a run reaching bit 63), once for the
-// whole syscall, so the nested branches need not repeat them.
-
-struct Pattern {
-  std::uint64_t mask;
-  std::uint64_t value;
-  bool operator==(const Pattern&) const = default;
-};
-
-using Tuple = std::array<Pattern, 3>;  // family, type, protocol
+// socket() and socketpair(): one rule each, that holds unless the call is
+// one of the allowed (family, type, protocol) combinations, compared in all
+// 64 bits (the type without SOCK_NONBLOCK|SOCK_CLOEXEC).
+void addSocketRules(const SeccompOptions& options, std::vector<SeccompRule>& out) {
+  for (const char* call : {"socket", "socketpair"}) {
+    SeccompRule rule{call, {}, EPERM, "(family, type, protocol) not in the socket allow-list", true};
+    for (const auto& a : kSocketAllows) {
+      if (std::string_view(a.syscall) != call || (a.when == Unix::kWhenAllowed && !options.allowUnixSockets)) continue;
+      for (int protocol : a.protocols) {
+        std::vector<SeccompArg> tuple = {{0, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.family)},
+                                         {1, Op::kMaskedEquals, ~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
+                                         {2, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(protocol)}};
+        auto same = [&](const std::vector<SeccompArg>& t) {
+          return std::equal(t.begin(), t.end(), tuple.begin(), [](const SeccompArg& x, const SeccompArg& y) {
+            return x.index == y.index && x.mask == y.mask && x.value == y.value;
+          });
+        };
+        if (std::none_of(rule.unless.begin(), rule.unless.end(), same)) rule.unless.push_back(std::move(tuple));
+      }
+    }
+    out.push_back(std::move(rule));
+  }
+}
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -354,126 +355,8 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-class SocketRules {
- public:
-  SocketRules(const char* syscall, std::vector<SeccompRule>& out) : syscall_(syscall), out_(out) {}
-
-  void compile(const std::vector<Tuple>& allowed) {
-    std::array<std::uint64_t, 3> zero{};  // per argument: bits known to be zero below
-    for (unsigned arg = 1; arg < 3; ++arg) {
-      std::vector<Pattern> all;
-      for (const auto& t : allowed) all.push_back(t[arg]);
-      zero[arg] = hoistZeros(arg, all, 0, {}, "outside every allowed " + argName(arg));
-    }
-    descend(allowed, 0, {}, zero, "");
-  }
-
- private:
-  static std::string argName(unsigned arg) { return arg == 0 ? "family" : arg == 1 ? "type" : "protocol"; }
-
-  void deny(std::vector<SeccompArg> args, std::string why) {
-    out_.push_back({syscall_, std::move(args), EPERM, std::string("not in the socket allow-list: ") + why, true});
-  }
-
-  // Emits a rule for each bit every pattern requires to be zero (and not yet
-  // known to be); returns those bits.
-  std::uint64_t hoistZeros(unsigned arg, const std::vector<Pattern>& patterns, std::uint64_t known,
-                           const std::vector<SeccompArg>& prefix, const std::string& why) {
-    std::uint64_t zeros = ~0ULL;
-    for (const auto& p : patterns) zeros &= p.mask & ~p.value;
-    zeros &= ~known;
-    if (zeros == 0) return 0;
-    // The run of zero (or already known) bits that reaches bit 63: one `>=`.
-    const int run = std::countl_one(zeros | known);
-    std::uint64_t rest = zeros;
-    if (run > 0) {
-      const unsigned low = 64 - static_cast<unsigned>(run);
-      const std::uint64_t high = low == 0 ? ~0ULL : ~((1ULL << low) - 1);
-      if (zeros & high) {
-        auto args = prefix;
-        args.push_back({arg, Op::kGreaterOrEqual, 0, 1ULL << low});
-        deny(std::move(args), argName(arg) + " >= " + hex(1ULL << low) + ", " + why);
-      }
-      rest &= ~high;
-    }
-    for (std::uint64_t bits = rest; bits; bits &= bits - 1) {
-      const std::uint64_t bit = bits & -bits;
-      auto args = prefix;
-      args.push_back({arg, Op::kMaskedEquals, bit, bit});
-      deny(std::move(args), argName(arg) + " has bit " + hex(bit) + ", " + why);
-    }
-    return zeros;
-  }
-
-  // Emits rules matching the values of `arg` that no candidate matches,
-  // within the branch where the bits of `fixed` equal those of `value`.
-  void split(unsigned arg, const std::vector<Pattern>& candidates, std::uint64_t open, std::uint64_t fixed,
-             std::uint64_t value, const std::vector<SeccompArg>& prefix, const std::string& why) {
-    if (candidates.empty()) {
-      auto args = prefix;
-      args.push_back({arg, Op::kMaskedEquals, fixed, value});
-      deny(std::move(args), argName(arg) + " & " + hex(fixed) + " == " + hex(value) + ", " + why);
-      return;
-    }
-    std::uint64_t care = 0;
-    for (const auto& p : candidates) {
-      if ((p.mask & open) == 0) return;  // this pattern matches every value of the branch
-      care |= p.mask & open;
-    }
-    const std::uint64_t bit = 1ULL << (63 - std::countl_zero(care));
-    for (std::uint64_t v : {std::uint64_t{0}, bit}) {
-      std::vector<Pattern> sub;
-      for (const auto& p : candidates)
-        if ((p.mask & bit) == 0 || (p.value & bit) == v) sub.push_back(p);
-      split(arg, sub, open & ~bit, fixed | bit, value | v, prefix, why);
-    }
-  }
-
-  void descend(const std::vector<Tuple>& allowed, unsigned arg, const std::vector<SeccompArg>& prefix,
-               std::array<std::uint64_t, 3> zero, const std::string& where) {
-    std::vector<Pattern> patterns;
-    for (const auto& t : allowed) {
-      Pattern p{t[arg].mask & ~zero[arg], t[arg].value & ~zero[arg]};
-      if (std::find(patterns.begin(), patterns.end(), p) == patterns.end()) patterns.push_back(p);
-    }
-    const std::string why = where.empty() ? "no allowed " + argName(arg) : "no allowed " + argName(arg) + " for " + where;
-    zero[arg] |= hoistZeros(arg, patterns, zero[arg], prefix, why);
-    for (auto& p : patterns) p = {p.mask & ~zero[arg], p.value & ~zero[arg]};
-    split(arg, patterns, ~zero[arg], 0, 0, prefix, why);
-    if (arg == 2) return;
-    for (const auto& p : patterns) {
-      std::vector<Tuple> sub;
-      for (const auto& t : allowed)
-        if (Pattern{t[arg].mask & ~zero[arg], t[arg].value & ~zero[arg]} == p) sub.push_back(t);
-      auto args = prefix;
-      args.push_back({arg, Op::kMaskedEquals, p.mask, p.value});
-      descend(sub, arg + 1, args, zero,
-              (where.empty() ? "" : where + ", ") + argName(arg) + " " + std::to_string(p.value));
-    }
-  }
-
-  const char* syscall_;
-  std::vector<SeccompRule>& out_;
-};
-
-void addSocketRules(const SeccompOptions& options, std::vector<SeccompRule>& out) {
-  for (const char* call : {"socket", "socketpair"}) {
-    std::vector<Tuple> allowed;
-    for (const auto& a : kSocketAllows) {
-      if (std::string_view(a.syscall) != call || (a.when == Unix::kWhenAllowed && !options.allowUnixSockets)) continue;
-      for (int protocol : a.protocols) {
-        Tuple t = {Pattern{~0ULL, static_cast<std::uint64_t>(a.family)},
-                   Pattern{~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
-                   Pattern{~0ULL, static_cast<std::uint64_t>(protocol)}};
-        if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) allowed.push_back(t);
-      }
-    }
-    SocketRules(call, out).compile(allowed);
-  }
-}
-
 std::string describe(const SeccompRule& r) {
-  if (r.args.empty()) return "always";
+  if (r.args.empty() && r.unless.empty()) return "always";
   std::string out;
   for (const auto& a : r.args) {
     if (!out.empty()) out += " && ";
@@ -481,10 +364,12 @@ std::string describe(const SeccompRule& r) {
     if (a.op == Op::kGreaterOrEqual) out += arg + " >= " + hex(a.value);
     else out += "(" + arg + " & " + hex(a.mask) + ") == " + hex(a.value);
   }
-  if (!r.except.empty()) {
-    out += " && (arg" + std::to_string(r.exceptArg) + " & 0xffffffff) not in {";
-    for (std::size_t i = 0; i < r.except.size(); ++i) out += (i ? ", " : "") + hex(r.except[i]);
-    out += "}";
+  for (std::size_t i = 0; i < r.unless.size(); ++i) {
+    out += i == 0 ? (r.args.empty() ? "none of " : " && none of ") : " | ";
+    for (std::size_t j = 0; j < r.unless[i].size(); ++j) {
+      const auto& a = r.unless[i][j];
+      out += (j ? " && (arg" : "(arg") + std::to_string(a.index) + " & " + hex(a.mask) + ") == " + hex(a.value);
+    }
   }
   return out;
 }
@@ -535,9 +420,10 @@ bool seccompMatches(const SeccompRule& rule, const std::uint64_t* args) noexcept
     const std::uint64_t v = args[a.index];
     if (a.op == Op::kGreaterOrEqual ? v < a.value : (v & a.mask) != a.value) return false;
   }
-  const auto low = static_cast<std::uint32_t>(args[rule.exceptArg]);
-  for (std::uint32_t allowed : rule.except)
-    if (low == allowed) return false;
+  for (const auto& allowed : rule.unless)
+    if (std::all_of(allowed.begin(), allowed.end(),
+                    [&](const SeccompArg& a) { return (args[a.index] & a.mask) == a.value; }))
+      return false;
   return true;
 }
 

@@ -258,6 +258,14 @@ TEST(SeccompFilterTest, SocketAndSocketpairFollowTheAllowListForEveryTypeValue) 
                                      1ULL << 32, (1ULL << 32) | IPPROTO_TCP};
   for (bool unixAllowed : {false, true}) {
     const auto program = seccompProgram({unixAllowed}).instructions;
+    // The supervisor's row test (seccompMatches) must agree with the filter.
+    const auto rules = seccompRules({unixAllowed});
+    auto rowFor = [&](const char* call) {
+      auto row = std::find_if(rules.begin(), rules.end(), [&](const SeccompRule& r) { return r.syscall == std::string(call); });
+      EXPECT_NE(row, rules.end()) << call;
+      return *row;
+    };
+    const SeccompRule socketRow = rowFor("socket"), socketpairRow = rowFor("socketpair");
     int checked = 0, allowed = 0;
     for (int nr : {SYS_socket, SYS_socketpair}) {
       for (auto family : families)
@@ -273,6 +281,8 @@ TEST(SeccompFilterTest, SocketAndSocketpairFollowTheAllowListForEveryTypeValue) 
             ASSERT_EQ(*action, want) << (nr == SYS_socket ? "socket(" : "socketpair(") << family << ", 0x"
                                      << std::hex << type << std::dec << ", " << protocol
                                      << ") allowUnixSockets=" << unixAllowed;
+            ASSERT_EQ(seccompMatches(nr == SYS_socket ? socketRow : socketpairRow, call.args), !expected)
+                << family << ", 0x" << std::hex << type << std::dec << ", " << protocol;
             ++checked;
             allowed += expected;
           }
@@ -391,10 +401,12 @@ TEST(SeccompFilterTest, TheSupervisorsRowTestAgreesWithTheFilter) {
     ASSERT_GE(nr, 0) << rule.syscall;
     SeccompCall call{nr, {}};
     for (const auto& a : rule.args) call.args[a.index] = a.value;  // meets (x & mask) == value and x >= value alike
-    // A rule with an allow-list: the first value of its space the list leaves out.
-    while (std::find(rule.except.begin(), rule.except.end(), static_cast<std::uint32_t>(call.args[rule.exceptArg])) !=
-           rule.except.end())
-      ++call.args[rule.exceptArg];
+    // A rule with an allow-list: the first value of its space (the last
+    // argument the list compares) that the list leaves out.
+    if (!rule.unless.empty()) {
+      const unsigned arg = rule.unless.front().back().index;
+      while (!seccompMatches(rule, call.args) && call.args[arg] < 0x10000) ++call.args[arg];
+    }
     EXPECT_TRUE(seccompMatches(rule, call.args)) << rule.syscall << " " << rule.reason;
     auto action = runFilter(seccompProgram({false}).instructions, call, why);
     ASSERT_TRUE(action) << why;
@@ -406,8 +418,7 @@ TEST(SeccompFilterTest, TheSupervisorsRowTestAgreesWithTheFilter) {
   EXPECT_FALSE(seccompMatches(chmodSetuid, plain));
   // Nor arguments its allow-list names (compared in the low 32 bits, as the filter does).
   SeccompRule terminal{"ioctl", {{1, SeccompArg::Op::kMaskedEquals, 0xff00, 0x5400}}, EPERM, "", true};
-  terminal.exceptArg = 1;
-  terminal.except = {0x5401};
+  terminal.unless = {{{1, SeccompArg::Op::kMaskedEquals, 0xffffffff, 0x5401}}};
   std::uint64_t tcgets[6] = {0, 0xdead00005401ULL}, tiocsti[6] = {0, 0x5412};
   EXPECT_FALSE(seccompMatches(terminal, tcgets));
   EXPECT_TRUE(seccompMatches(terminal, tiocsti));
