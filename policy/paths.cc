@@ -61,6 +61,23 @@ bool isWithin(std::string_view path, std::string_view root) noexcept {
   return path.substr(0, root.size()) == root;
 }
 
+const std::string* deepestContaining(const std::vector<std::string>& sorted, std::string_view path) noexcept {
+  auto find = [&](std::string_view candidate) -> const std::string* {
+    auto it = std::lower_bound(sorted.begin(), sorted.end(), candidate,
+                               [](const std::string& e, std::string_view c) { return std::string_view(e) < c; });
+    return it != sorted.end() && *it == candidate ? &*it : nullptr;
+  };
+  // The roots isWithin() accepts, longest first: `path` itself, each prefix
+  // ending before a '/', "/" (which contains everything), and "" (which
+  // contains an absolute path).
+  if (const std::string* e = find(path)) return e;
+  for (std::size_t i = path.size(); i-- > 1;)
+    if (path[i] == '/')
+      if (const std::string* e = find(path.substr(0, i))) return e;
+  if (const std::string* e = find("/")) return e;
+  return !path.empty() && path[0] == '/' ? find("") : nullptr;
+}
+
 const PathResolver::Entry& PathResolver::look(std::string_view path) {
   if (auto it = cache_.find(path); it != cache_.end()) return it->second;
   Entry e;

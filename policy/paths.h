@@ -20,6 +20,14 @@ std::string lexicallyNormal(std::string_view path);
 // within "/a"). Both must be lexically normal.
 bool isWithin(std::string_view path, std::string_view root) noexcept;
 
+// The longest entry of `sorted` (ascending, as every list of DerivedRules is)
+// that `path` (absolute) is within, or nullptr: a binary search for each of `path`'s
+// ancestors rather than a test of every entry, so that a spawn's checks of
+// each of n paths against n entries are not n^2 string compares (1,000
+// denyRead files took 13 ms that way). Exactly the entry the longest
+// isWithin() match would give.
+const std::string* deepestContaining(const std::vector<std::string>& sorted, std::string_view path) noexcept;
+
 // The real path of a path (absolute): every symlink on the way is followed,
 // including a dangling last one, and `..` applies to the real parent, as in the
 // kernel; the part that does not exist is appended as written. resolve()

@@ -28,17 +28,10 @@ json textList(const std::vector<Rule>& rules) {
   return out;
 }
 
-// The longest entry of `list` that contains `path`, or nullptr.
-const std::string* deepestContaining(const std::vector<std::string>& list, std::string_view path) {
-  const std::string* best = nullptr;
-  for (const auto& entry : list) {
-    if (policy::isWithin(path, entry) && (!best || entry.size() > best->size())) best = &entry;
-  }
-  return best;
-}
+using policy::deepestContaining;  // the lists are sorted (build() below)
 
 bool anyContaining(const std::vector<std::string>& list, std::string_view path) {
-  return std::any_of(list.begin(), list.end(), [&](const std::string& e) { return policy::isWithin(path, e); });
+  return deepestContaining(list, path) != nullptr;
 }
 
 }  // namespace

@@ -17,12 +17,9 @@ using Source = MountView::Source;
 
 bool within(std::string_view path, std::string_view root) { return policy::isWithin(path, root); }
 
-// The longest entry of `list` containing `path`, or nullptr.
+// The longest entry of `list` (one of the rules' lists: sorted) containing `path`, or nullptr.
 const std::string* deepest(const std::vector<std::string>& list, std::string_view path) {
-  const std::string* best = nullptr;
-  for (const auto& e : list)
-    if (within(path, e) && (!best || e.size() > best->size())) best = &e;
-  return best;
+  return policy::deepestContaining(list, path);
 }
 
 std::string entry(const char* field, const std::string& path) { return std::string(field) + " " + policy::quote(path); }

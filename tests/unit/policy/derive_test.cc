@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "policy/git_hooks.h"
+#include "policy/paths.h"
 #include "policy/protected_names.h"
 #include "stockade/rules.h"
 #include "tests/support/private_mounts.h"
@@ -409,3 +410,36 @@ TEST_F(DeriveTest, CanonicalJsonHasEveryAxisAndSortedKeys) {
 
 }  // namespace
 }  // namespace stockade
+
+namespace stockade::policy {
+namespace {
+
+// deepestContaining() looks up each ancestor in the sorted list instead of
+// testing every entry: it must give exactly the longest isWithin() match,
+// for odd entries too ("/", "", relative ones, trailing and doubled slashes,
+// prefixes that are not components).
+TEST(DeepestContainingTest, GivesTheLongestEntryIsWithinAccepts) {
+  std::vector<std::string> entries = {"/",    "",       "/a",     "/a/b",  "/ab",  "/a/b/c", "/a/",
+                                      "/a//", "/x/y/z", "/x/y/z/", "/x",   "a",    "a/b",    "/a/b/cd"};
+  std::vector<std::string> paths = {"/",      "/a",   "/a/b", "/a/b/c",    "/a/b/c/d", "/ab/c", "/abc",    "/a//b",
+                                    "/x/y/z/w", "/x/y", "/q",   "/a/b/cd/e", "/a/",      "//a",   "/x/y/z/"};
+  std::sort(entries.begin(), entries.end());
+  for (std::size_t mask = 0; mask < (1u << 8); ++mask) {  // subsets of the first entries, and all of them
+    std::vector<std::string> list;
+    for (std::size_t i = 0; i < entries.size(); ++i)
+      if (i >= 8 || (mask >> i & 1)) list.push_back(entries[i]);
+    for (const auto& p : paths) {
+      const std::string* expected = nullptr;
+      for (const auto& e : list)
+        if (isWithin(p, e) && (!expected || e.size() > expected->size())) expected = &e;
+      const std::string* got = deepestContaining(list, p);
+      ASSERT_EQ(got != nullptr, expected != nullptr) << "path \"" << p << "\" subset " << mask;
+      if (got) {
+        EXPECT_EQ(*got, *expected) << "path \"" << p << "\" subset " << mask;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stockade::policy
