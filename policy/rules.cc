@@ -1,8 +1,9 @@
-// SHA256_Init/Update/Final: see fingerprint().
-#define OPENSSL_SUPPRESS_DEPRECATED
-#include <openssl/sha.h>
+// libmd's SHA256Init/Update/Final: see fingerprint() and the top-level CMakeLists.txt.
+#include <sys/types.h>
+#include <sha2.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -84,17 +85,13 @@ std::string DerivedRules::toJson() const {
 
 std::string DerivedRules::fingerprint() const {
   const std::string text = toJson();
-  // The direct SHA-256 functions rather than EVP: EVP goes through OpenSSL's
-  // provider machinery, which pulls every algorithm's tables into the
-  // statically linked CLI (~1/3 of its relocated data, touched at every
-  // start) and initialises providers at the first digest. Deprecated in
-  // OpenSSL 3.0 (OPENSSL_SUPPRESS_DEPRECATED above) but present in all 3.x.
+  // libmd, not OpenSSL: no constructor runs at the CLI's start (CMakeLists.txt).
   unsigned char digest[SHA256_DIGEST_LENGTH];
   const unsigned len = SHA256_DIGEST_LENGTH;
-  SHA256_CTX ctx;
-  SHA256_Init(&ctx);
-  SHA256_Update(&ctx, text.data(), text.size());
-  SHA256_Final(digest, &ctx);
+  SHA2_CTX ctx;
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+  SHA256Final(digest, &ctx);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(len * 2);

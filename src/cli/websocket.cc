@@ -1,12 +1,12 @@
-// SHA1_Init/Update/Final: see webSocketAccept().
-#define OPENSSL_SUPPRESS_DEPRECATED
+// libmd's SHA1Init/Update/Final: see webSocketAccept().
 #include "src/cli/websocket.h"
 
-#include <openssl/sha.h>
+#include <sha1.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace stockade::cli {
@@ -45,14 +45,12 @@ void randomBytes(unsigned char* p, std::size_t n) {
 std::string webSocketAccept(std::string_view key) {
   std::string s(key);
   s += "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-  // The direct SHA-1 functions, not SHA1()/EVP: EVP goes through OpenSSL's
-  // provider machinery, which would pull every algorithm's tables into the
-  // statically linked CLI and its start-up (as policy/rules.cc explains).
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA_CTX ctx;
-  SHA1_Init(&ctx);
-  SHA1_Update(&ctx, s.data(), s.size());
-  SHA1_Final(digest, &ctx);
+  // libmd, not OpenSSL: no constructor runs at the CLI's start (CMakeLists.txt).
+  unsigned char digest[SHA1_DIGEST_LENGTH];
+  SHA1_CTX ctx;
+  SHA1Init(&ctx);
+  SHA1Update(&ctx, reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
+  SHA1Final(digest, &ctx);
   return base64(digest, sizeof digest);
 }
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
+
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -399,6 +402,13 @@ TEST_F(DeriveTest, CanonicalFormIsStableUnderReorderingAndDuplicates) {
   EXPECT_EQ(a.fingerprint().size(), 64u);
   auto c = deriveOk(R"({"filesystem":{"denyRead":["/etc/shadow"],"allowWrite":[".","/tmp"]}})");
   EXPECT_NE(a.fingerprint(), c.fingerprint());
+  // The SHA-256 of the canonical JSON, as OpenSSL computes it (the library uses libmd's).
+  const std::string text = a.toJson();
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  ::SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  std::string hex;
+  for (unsigned char byte : digest) hex += "0123456789abcdef"[byte >> 4], hex += "0123456789abcdef"[byte & 0xf];
+  EXPECT_EQ(a.fingerprint(), hex);
 }
 
 TEST_F(DeriveTest, CanonicalJsonHasEveryAxisAndSortedKeys) {
