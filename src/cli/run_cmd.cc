@@ -216,8 +216,9 @@ int run(const RunOptions& o) {
   platform::UniqueFd signals(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals) throw Failure{std::string("signalfd() failed: ") + std::strerror(errno)};
 
-  // The main thread outlives every child it launches: it spawns them itself.
-  process::Runtime runtime(process::Spawner::Thread::kCaller);
+  // The main thread outlives every child it launches: it spawns them itself,
+  // and runs the supervisor's loop while it waits (one thread: see event_loop.h).
+  process::Runtime runtime(process::Spawner::Thread::kCaller, process::EventLoop::Thread::kCaller);
   const std::string sandboxId = "cli-" + std::to_string(::getpid());
   if (o.auditFile) attachAuditFile(runtime.audit, *o.auditFile, rules, *context.tmpdir, o.auditMaxEvents);
   else runtime.audit.discardEvents();  // no --audit: events are not wanted

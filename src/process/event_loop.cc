@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -22,7 +23,7 @@ constexpr std::uint64_t kWakeToken = 0;
 
 }  // namespace
 
-EventLoop::EventLoop() {
+EventLoop::EventLoop(Thread thread) {
   epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_) fail("epoll_create1(EPOLL_CLOEXEC)");
   wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -31,10 +32,15 @@ EventLoop::EventLoop() {
   ev.events = EPOLLIN;
   ev.data.u64 = kWakeToken;
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev) != 0) fail("epoll_ctl(EPOLL_CTL_ADD, eventfd)");
+  if (thread == Thread::kCaller) {
+    loopThread_ = std::this_thread::get_id();
+    return;
+  }
   thread_ = std::thread([this] {
     ::pthread_setname_np(::pthread_self(), "stockade-loop");  // benchmarks find it by this name
     run();
   });
+  loopThread_ = thread_.get_id();
 }
 
 EventLoop::~EventLoop() {
@@ -46,6 +52,7 @@ EventLoop::~EventLoop() {
   ssize_t ignored = ::write(wake_.get(), &one, sizeof one);
   (void)ignored;
   if (thread_.joinable()) thread_.join();
+  else runPosted();  // Thread::kCaller: this is the loop thread
 }
 
 void EventLoop::post(std::function<void()> task) {
@@ -124,29 +131,52 @@ void EventLoop::runPosted() {
   for (auto& task : tasks) task();
 }
 
-void EventLoop::run() {
+void EventLoop::runOnce(int maxTimeoutMs) {
   epoll_event events[64];
-  for (;;) {
-    int n = ::epoll_wait(epoll_.get(), events, 64, nextTimeoutMs());
-    if (n < 0 && errno != EINTR) std::terminate();  // EBADF/EINVAL: the loop's own fds are broken
-    for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kWakeToken) {
-        std::uint64_t count;
-        ssize_t ignored = ::read(wake_.get(), &count, sizeof count);
-        (void)ignored;
-        continue;
-      }
-      // A handler may have unwatched (or replaced) this fd earlier in the batch.
-      auto it = byToken_.find(events[i].data.u64);
-      if (it == byToken_.end()) continue;
-      std::shared_ptr<FdHandler> handler = it->second;  // alive while it runs, even if it unwatches itself
-      (*handler)(events[i].events);
+  int timeout = nextTimeoutMs();
+  if (maxTimeoutMs >= 0 && (timeout < 0 || timeout > maxTimeoutMs)) timeout = maxTimeoutMs;
+  int n = ::epoll_wait(epoll_.get(), events, 64, timeout);
+  if (n < 0 && errno != EINTR) std::terminate();  // EBADF/EINVAL: the loop's own fds are broken
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u64 == kWakeToken) {
+      std::uint64_t count;
+      ssize_t ignored = ::read(wake_.get(), &count, sizeof count);
+      (void)ignored;
+      continue;
     }
-    runTimers();
-    runPosted();
+    // A handler may have unwatched (or replaced) this fd earlier in the batch.
+    auto it = byToken_.find(events[i].data.u64);
+    if (it == byToken_.end()) continue;
+    std::shared_ptr<FdHandler> handler = it->second;  // alive while it runs, even if it unwatches itself
+    (*handler)(events[i].events);
+  }
+  runTimers();
+  runPosted();
+}
+
+void EventLoop::run() {
+  for (;;) {
+    runOnce(-1);
     std::lock_guard lock(mu_);
     if (stopping_ && posted_.empty()) return;
   }
+}
+
+bool EventLoop::runUntil(const std::function<bool()>& done, Clock::duration timeout) {
+  if (!drivenByCaller() || !inLoopThread())
+    throw std::logic_error("EventLoop::runUntil() is for a Thread::kCaller loop, on the thread that made it");
+  const bool bounded = timeout != Clock::duration::max();
+  const auto deadline = bounded ? Clock::now() + timeout : Clock::time_point::max();
+  while (!done()) {
+    int wait = -1;
+    if (bounded) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return done();
+      wait = static_cast<int>(std::min<long long>(left.count(), 1 << 30));
+    }
+    runOnce(wait);
+  }
+  return true;
 }
 
 }  // namespace stockade::process

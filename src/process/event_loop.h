@@ -6,6 +6,13 @@
 // Thread-safety: post() and call() may be used from any thread; watch(),
 // modify(), unwatch(), after() and cancel() only from the loop thread (from a
 // handler, a timer, or a posted task).
+//
+// Thread::kCaller: no thread of its own. The thread that made the loop is
+// the loop thread, and runs it with runUntil() while it waits (a command
+// line's main thread: `stockade run` stays one thread, so starting it costs
+// no thread, the end of its child no hand-over between threads, and no
+// write of the CLI to memory it shares copy-on-write with the sandbox's
+// init needs a TLB shootdown on the other CPU).
 #pragma once
 
 #include <sys/types.h>
@@ -31,8 +38,13 @@ class EventLoop {
   using FdHandler = std::function<void(std::uint32_t events)>;  // EPOLLIN, EPOLLOUT, EPOLLHUP, ...
   using TimerId = std::uint64_t;
 
-  EventLoop();   // starts the loop thread; throws std::runtime_error naming the call that failed
-  ~EventLoop();  // runs the tasks already posted, then stops and joins
+  enum class Thread {
+    kOwn,     // the loop runs on a thread of its own, started here
+    kCaller,  // the constructing thread runs it, in runUntil()
+  };
+  // Throws std::runtime_error naming the call that failed.
+  explicit EventLoop(Thread thread = Thread::kOwn);
+  ~EventLoop();  // runs the tasks already posted, then stops (and joins its thread)
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
@@ -56,11 +68,17 @@ class EventLoop {
   TimerId after(Clock::duration delay, std::function<void()> fn);
   void cancel(TimerId id);
 
-  bool inLoopThread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+  bool inLoopThread() const noexcept { return std::this_thread::get_id() == loopThread_; }
+  bool drivenByCaller() const noexcept { return !thread_.joinable(); }
+
+  // Thread::kCaller, on the loop thread: runs the loop until `done()` is true
+  // (checked before each wait) or `timeout` has passed; returns `done()`.
+  bool runUntil(const std::function<bool()>& done, Clock::duration timeout = Clock::duration::max());
   std::size_t watchedForTesting() const { return handlers_.size(); }
 
  private:
   void run();
+  void runOnce(int maxTimeoutMs);  // one wait, then what it found, the timers due and the posted tasks
   void runPosted();
   int nextTimeoutMs();
   void runTimers();
@@ -79,7 +97,8 @@ class EventLoop {
   std::unordered_map<TimerId, Clock::time_point> timerDue_;
   TimerId nextTimer_ = 1;
 
-  std::thread thread_;  // last: started when everything above exists
+  std::thread::id loopThread_;
+  std::thread thread_;  // last: started when everything above exists (Thread::kOwn)
 };
 
 }  // namespace stockade::process

@@ -178,6 +178,7 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
       });
     });
   // The end set `received` (on the loop thread) before the outcome.
+  if (loop.drivenByCaller()) loop.runUntil([&relay] { return relay->ended; });
   Ending ending = ended->get_future().get();
   return ForegroundOutcome{std::move(ending), relay->received};
 }

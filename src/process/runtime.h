@@ -19,8 +19,12 @@ struct Runtime {
   static constexpr auto kAuditFlushInterval = std::chrono::seconds(1);
 
   // `spawnThread`: Spawner::Thread::kCaller when the thread that launches
-  // outlives every child (a command line's main thread).
-  explicit Runtime(Spawner::Thread spawnThread = Spawner::Thread::kOwn) : spawner(spawnThread) {
+  // outlives every child (a command line's main thread); `loopThread`:
+  // EventLoop::Thread::kCaller when that thread also runs the supervisor's
+  // loop while it waits (runForeground()).
+  explicit Runtime(Spawner::Thread spawnThread = Spawner::Thread::kOwn,
+                   EventLoop::Thread loopThread = EventLoop::Thread::kOwn)
+      : spawner(spawnThread), supervisor(loopThread) {
     supervisor.every(kAuditFlushInterval, [&log = audit] { log.flush(); });
   }
   Runtime(const Runtime&) = delete;

@@ -266,7 +266,7 @@ void Supervised::finish() {
   supervisor_.allEnded_.notify_all();
 }
 
-Supervisor::Supervisor() {
+Supervisor::Supervisor(EventLoop::Thread loopThread) : loop_(loopThread) {
   // Writes to a closed pipe (a program that closed its stdin) fail with
   // EPIPE instead of raising SIGPIPE in the host application. Posted, not
   // waited for: the loop runs its tasks in order, so this one runs before
@@ -290,8 +290,13 @@ Supervisor::~Supervisor() {
   }
   for (auto& s : live) s->kill(SIGKILL);
   live.clear();
+  auto allEnded = [&] { return live_.empty(); };
+  if (loop_.drivenByCaller()) {  // their ends come through the loop, which is this thread's to run
+    loop_.runUntil([&] { std::lock_guard lock(mu_); return allEnded(); }, std::chrono::seconds(5));
+    return;
+  }
   std::unique_lock lock(mu_);
-  allEnded_.wait_for(lock, std::chrono::seconds(5), [&] { return live_.empty(); });
+  allEnded_.wait_for(lock, std::chrono::seconds(5), allEnded);
 }
 
 std::shared_ptr<Supervised> Supervisor::supervise(platform::Child child, Watch watch) {

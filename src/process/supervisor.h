@@ -135,7 +135,9 @@ class Supervised {
 
 class Supervisor {
  public:
-  Supervisor();
+  // EventLoop::Thread::kCaller: the constructing thread runs the loop
+  // (EventLoop::runUntil(); the destructor too, while its children end).
+  explicit Supervisor(EventLoop::Thread loopThread = EventLoop::Thread::kOwn);
   ~Supervisor();  // kills every child still supervised, then stops the loop
 
   // Takes over `child` (its pidfd, listener, status pipe) as `watch` says.
