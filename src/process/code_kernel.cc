@@ -38,7 +38,7 @@ std::string describe(const std::optional<WaitResult>& result, const std::optiona
 
 // One kernel process: its record, the protocol parser fed by the supervisor
 // loop, and the state of the call it serves. Everything under `mu`.
-class CodeKernel::Process {
+class CodeKernel::Process : public std::enable_shared_from_this<CodeKernel::Process> {
  public:
   explicit Process(std::shared_ptr<Record> record)
       : record_(std::move(record)), tag_(std::string(1, kMarker) + "STK" + newId("n").substr(2) + " ") {}
@@ -194,7 +194,21 @@ class CodeKernel::Process {
         };
         exec.error = CodeError{field("name"), field("value"), field("traceback")};
       }
-      done = true;
+      // Done once stderr is read too: what the code's subprocesses wrote
+      // there before this frame may not have been read yet (it comes on
+      // another pipe), and it belongs to this call's logs.
+      auto supervised = record_->supervised();
+      if (!supervised) {
+        done = true;
+      } else {
+        supervised->drainOutputs([weak = weak_from_this(), call = call_] {
+          auto self = weak.lock();
+          if (!self) return;
+          std::lock_guard lock(self->mu);
+          if (self->call_ == call) self->done = true;
+          self->changed.notify_all();
+        });
+      }
     }
     changed.notify_all();
   }

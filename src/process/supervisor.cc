@@ -159,6 +159,19 @@ bool Supervised::readOutput(std::size_t index) {
   return true;  // the per-event budget is spent: more may be waiting
 }
 
+void Supervised::drainOutputs(std::function<void()> then) {
+  std::weak_ptr<Supervised> weak = self_;
+  loop_.post([weak, then = std::move(then)] {
+    if (auto s = weak.lock()) {
+      for (std::size_t i = 0; i < s->watch_.outputs.size(); ++i)
+        while (s->outputOpen_[i] && s->readOutput(i)) {
+        }
+      s->maybeFinish();
+    }
+    then();
+  });
+}
+
 bool Supervised::writeStdin(std::string bytes, bool eof) {
   if (eof) {
     if (!stdinOpen_.exchange(false)) return false;

@@ -96,6 +96,11 @@ class Supervised {
   bool writeStdin(std::string bytes, bool eof);
   bool closeStdin() { return writeStdin({}, true); }
   bool stdinOpen() const noexcept { return stdinOpen_.load(); }
+  // Reads what each output holds by now (to EAGAIN), then runs `then`: on
+  // the loop thread, after the event being handled. For a protocol on one
+  // output that says "done" while the program's other output may still
+  // hold bytes written before it (the code kernel's stderr).
+  void drainOutputs(std::function<void()> then);
 
  private:
   friend class Supervisor;
