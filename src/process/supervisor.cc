@@ -20,6 +20,9 @@ namespace {
 // Output read per readiness event and fd, so one chatty child cannot starve the others.
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kReadsPerEvent = 4;
+// Trapped calls the loop answers itself before the listener gets its own
+// thread (Supervised::Answerer).
+constexpr int kCallsBeforeOwnThread = 32;
 // After the sandbox has exited, its outputs are drained for at most this long.
 constexpr auto kDrainGrace = std::chrono::seconds(2);
 
@@ -37,7 +40,8 @@ void setNonBlocking(int fd) {
 // answerer's (synchronous wake-up, seccomp_notify.h): measured with tar x of
 // 10,000 files on 2 cores (bench/write_broker_bench; README), each of its
 // 10,000 brokered creates otherwise pays for waking the other, idle CPU.
-// The thread never touches this Supervised: it queues what it refused (or
+// Started once the loop has answered kCallsBeforeOwnThread of the sandbox's
+// calls (onListener()), it ends with the sandbox's last task. The thread never touches this Supervised: it queues what it refused (or
 // its failure) here, for the loop to audit (drainAnswers()).
 struct Supervised::Answerer {
   std::mutex mu;
@@ -115,7 +119,7 @@ Supervised::Supervised(Supervisor& supervisor, platform::Child child, Watch watc
 void Supervised::start() {
   auto self = self_.lock();
   loop_.watch(child_.pidfd.get(), EPOLLIN, [self](std::uint32_t) { self->onExited(); });
-  if (child_.seccompListener && !(child_.enforcement.synchronousWakeUp && startAnswerer()))
+  if (child_.seccompListener)
     loop_.watch(child_.seccompListener.get(), EPOLLIN, [self](std::uint32_t events) { self->onListener(events); });
   for (std::size_t i = 0; i < watch_.outputs.size(); ++i) {
     int fd = watch_.outputs[i].second.get();
@@ -244,6 +248,14 @@ void Supervised::onExited() {
 
 void Supervised::onListener(std::uint32_t events) {
   if (!(events & EPOLLIN)) {  // hung up: no task is left under the filter
+    loop_.unwatch(child_.seccompListener.get());
+    return;
+  }
+  // A child that keeps making trapped calls gets the listener's own thread
+  // (Linux 6.6+), which answers this one too; one that makes a few (a
+  // shell's umask, a file or two) costs none.
+  if (child_.enforcement.synchronousWakeUp && !answerer_ && ++listenerCalls_ > kCallsBeforeOwnThread &&
+      startAnswerer()) {
     loop_.unwatch(child_.seccompListener.get());
     return;
   }

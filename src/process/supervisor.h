@@ -3,10 +3,12 @@
 // init's pidfd, drains the output pipes or PTY master, feeds queued stdin,
 // and runs its timers: the execution deadline, kill escalation, and a
 // periodic check (e.g. CPU used against limits.cpuSeconds). The seccomp
-// listener -- where the child waits on each brokered write -- has a thread of
-// its own that waits in it (Linux 6.6+: one per child, idle while the child
-// makes no such call; see Supervised::Answerer), or else the loop answers it
-// (one platform call per notification); refusals are audited on the loop.
+// listener -- where the child waits on each brokered write -- is answered by
+// the loop (one platform call per notification) until the child has made a
+// few dozen such calls, which give the listener a thread of its own that
+// waits in it (Linux 6.6+; see Supervised::Answerer): no thread for a child
+// that writes little or nothing, one for a child that writes a lot. Refusals
+// are audited on the loop either way.
 //
 // Thread-safety: Supervisor and Supervised member functions may be called
 // from any thread; the Watch callbacks run on the loop thread and must not
@@ -143,6 +145,7 @@ class Supervised {
   std::vector<EventLoop::TimerId> timers_;
   std::shared_ptr<std::function<void()>> periodicTick_;  // the periodic check, while it runs
   std::optional<EventLoop::TimerId> periodicTimer_;
+  int listenerCalls_ = 0;                // answered by the loop
   std::shared_ptr<Answerer> answerer_;  // the listener's own thread, when it has one
 };
 
