@@ -54,6 +54,9 @@
 #ifndef P_PIDFD
 #define P_PIDFD 3  // Linux 5.4
 #endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL  // Linux 6.9: a pidfd of one thread, not its thread group
+#endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)  // Linux 5.11
 #endif

@@ -43,6 +43,12 @@ struct EnforcementReport {
   // exists at spawn.
   bool writeBroker = false;
   std::vector<std::string> brokeredTrees;
+  // The seccomp listener wakes its answering thread on the trapped caller's
+  // CPU and the caller on the answerer's (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+  // Linux 6.6; seccomp_notify.h): a brokered call's round trip. Set once the
+  // sandbox is ready; false before Linux 6.6, where the loop answers the
+  // listener between its other events (slower, not weaker).
+  bool synchronousWakeUp = false;
   // limits.pids, limits.memoryBytes, limits.cpuSeconds: what enforces each
   // for the whole sandbox (cgroup.h). kNone when the limit is not asked for,
   // or (pids) when no cgroup is usable; kRlimit: memoryBytes and cpuSeconds

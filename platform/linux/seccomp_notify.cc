@@ -39,7 +39,9 @@ bool preferSynchronousWakeUp(int listener) noexcept {
   return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, flags) == 0;
 }
 
-std::variant<std::optional<SeccompDenial>, std::string> answerNotification(int listener, const WriteBroker& broker) {
+std::variant<std::optional<SeccompDenial>, std::string> answerNotification(int listener, const WriteBroker& broker,
+                                                                           bool* received) {
+  if (received) *received = false;
   std::vector<unsigned char> request(sizes().seccomp_notif, 0);
   auto* notif = reinterpret_cast<seccomp_notif*>(request.data());
   while (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, notif) != 0) {
@@ -47,6 +49,7 @@ std::variant<std::optional<SeccompDenial>, std::string> answerNotification(int l
     if (errno == ENOENT) return std::optional<SeccompDenial>();  // the caller died, or was interrupted
     return failed("SECCOMP_IOCTL_NOTIF_RECV");
   }
+  if (received) *received = true;
   WriteBroker::Answer answer = broker.answer(listener, *notif);
   if (answer.kind == WriteBroker::Answer::Kind::kGone) return std::optional<SeccompDenial>();
   if (answer.denial && answer.denial->error == 0) answer.denial->error = answer.error;

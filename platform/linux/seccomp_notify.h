@@ -51,12 +51,20 @@ struct SeccompDenial {
 // brokered ones through `broker`. The denial to record, if the call was
 // refused; nullopt when it was not, when none was pending, or when its
 // caller died or was interrupted first (the kernel then answered for us).
-// Errors name the ioctl: the sandbox must then be killed.
-std::variant<std::optional<SeccompDenial>, std::string> answerNotification(int listener, const WriteBroker& broker);
+// Errors name the ioctl: the sandbox must then be killed. With none pending
+// it waits for one. `received` (optional): whether one was received -- false
+// when none was pending on a listener polled readable, or none can come (no
+// task is left under the filter: the listener polls POLLHUP).
+std::variant<std::optional<SeccompDenial>, std::string> answerNotification(int listener, const WriteBroker& broker,
+                                                                           bool* received = nullptr);
 
-// Once per listener: wake the caller on the CPU that answers it (Linux 6.6),
-// which cuts a brokered call's round trip. Best effort: false when the
-// kernel lacks it.
+// Once per listener: wake the supervisor on the caller's CPU when a call is
+// trapped, and the caller on the supervisor's when it is answered (Linux
+// 6.6). Best effort: false when the kernel lacks it. It holds only for a
+// thread waiting in SECCOMP_IOCTL_NOTIF_RECV itself, and since the same
+// release such a wait ends when no task is left under the filter (before
+// it, only a signal ended it): what lets the supervisor give a listener a
+// thread of its own (src/process/supervisor.cc).
 bool preferSynchronousWakeUp(int listener) noexcept;
 
 }  // namespace stockade::platform

@@ -808,7 +808,7 @@ std::optional<SpawnError> PreparedSandbox::awaitReady() {
   auto& fds = std::get<std::vector<UniqueFd>>(seccomp);
   child_.seccompListener = std::move(fds[0]);
   child_.broker->attachRoot(std::move(fds[1]));
-  (void)preferSynchronousWakeUp(child_.seccompListener.get());
+  child_.enforcement.synchronousWakeUp = preferSynchronousWakeUp(child_.seccompListener.get());
   channel_.reset();
   return std::nullopt;
 }

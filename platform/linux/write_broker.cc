@@ -357,6 +357,11 @@ std::optional<mode_t> BrokeredCallHandler::childUmask() const {
   // one has the umask the program started with, read once.
   const bool changed = b_.umaskChanged_.load();
   if (int known = b_.startUmask_.load(); !changed && known >= 0) return static_cast<mode_t>(known);
+  {
+    std::lock_guard lock(b_.umaskLock_);
+    const auto& setter = b_.umaskSetter_;
+    if (setter.tid == tid_ && setter.pidfd && abi::pidfdSendSignal(setter.pidfd.get(), 0) == 0) return setter.mask;
+  }
   UniqueFd status(::open(("/proc/" + std::to_string(tid_) + "/status").c_str(), O_RDONLY | O_CLOEXEC));
   if (!status) return std::nullopt;
   char buf[4096];
@@ -545,12 +550,24 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
     if (!tree) return notBrokered();
     return hostPlace(*tree, host);
   }
-  // Collapse duplicate slashes so the fast path sees a plain spelling.
-  std::string parent = cut == 0 ? "/" : abs.substr(0, cut);
+  // Duplicate slashes and `.` components dropped, so the fast path sees a
+  // plain spelling: the kernel's walk of "a/./b" is the walk of "a/b" (each
+  // component must still be a searchable directory, which the walk from the
+  // tree checks as well). `..` stays: it is not lexical once a symlink is on
+  // the way, and the slow path resolves it. tar names every file it extracts
+  // "./dir/file" from its dirfd: this keeps it off the slow path's second walk.
   std::string collapsed;
-  for (char c : parent)
-    if (c != '/' || collapsed.empty() || collapsed.back() != '/') collapsed += c;
-  if (collapsed.size() > 1 && collapsed.back() == '/') collapsed.pop_back();
+  for (std::size_t at = 0; at < cut;) {
+    std::size_t next = abs.find('/', at);
+    if (next == std::string::npos || next > cut) next = cut;
+    std::string_view part = std::string_view(abs).substr(at, next - at);
+    if (!part.empty() && part != ".") {
+      collapsed += '/';
+      collapsed += part;
+    }
+    at = next + 1;
+  }
+  if (collapsed.empty()) collapsed = "/";
   return place(collapsed, last, trailingSlash, name.follow, 0);
 }
 
@@ -659,9 +676,17 @@ WriteBroker::Answer BrokeredCallHandler::run() {
     case BrokeredKind::kSetXattrArgs:
     case BrokeredKind::kRemoveXattr: return metadata();
     case BrokeredKind::kAccess: return access();
-    case BrokeredKind::kUmask:
+    case BrokeredKind::kUmask: {
       b_.umaskChanged_.store(true);  // from now on, each create reads its caller's
+      // ... except this thread's, which is what it sets now (the call is
+      // continued and cannot fail): known while its pidfd lives.
+      UniqueFd pidfd(abi::pidfdOpen(tid_, PIDFD_THREAD));
+      if (!pidfd) pidfd.reset(abi::pidfdOpen(tid_, 0));  // before Linux 6.9: only a thread group's leader
+      std::lock_guard lock(b_.umaskLock_);
+      b_.umaskSetter_ = {};
+      if (pidfd && valid()) b_.umaskSetter_ = {tid_, std::move(pidfd), static_cast<mode_t>(arg(0) & 0777)};
       return cont();
+    }
   }
   return error(EPERM);
 }

@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -105,6 +106,18 @@ class WriteBroker {
   // The umask every program in the sandbox has until one calls umask(2).
   mutable std::atomic<int> startUmask_{-1};
   mutable std::atomic<bool> umaskChanged_{false};
+  // The thread that called umask(2) last and what it set (the argument, as
+  // the kernel takes it), known for that thread while its pidfd says it
+  // lives: its tid names no other task meanwhile. Any other caller's umask
+  // (a thread sharing its fs, a child it forked) is read from /proc. Saves
+  // tar -- which calls umask(2) once -- a /proc read per file it creates.
+  struct UmaskSetter {
+    pid_t tid = 0;
+    UniqueFd pidfd;
+    mode_t mask = 0;
+  };
+  mutable std::mutex umaskLock_;
+  mutable UmaskSetter umaskSetter_;
   UniqueFd root_;
   std::uint64_t fileSizeLimit_ = 0;
   // Per syscall number: the EPERM rows of the table (answered EPERM before

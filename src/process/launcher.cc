@@ -20,7 +20,7 @@ nlohmann::json enforcementJson(const platform::EnforcementReport& r) {
            {{"abi", r.landlockAbi}, {"filesystem", r.landlockFilesystem}, {"network", r.landlockNetwork},
             {"scopes", r.landlockScopes}}},
           {"seccomp", r.seccomp},
-          {"writeBroker", {{"active", r.writeBroker}, {"trees", r.brokeredTrees}}},
+          {"writeBroker", {{"active", r.writeBroker}, {"trees", r.brokeredTrees}, {"synchronousWakeUp", r.synchronousWakeUp}}},
           {"noNewPrivs", r.noNewPrivs},
           {"degradations", r.degradations}};
 }

@@ -1,9 +1,14 @@
 // The supervisor: ONE event loop (event_loop.h) serving every sandboxed child
-// of this process -- many sandboxes, no thread per child. For each child it
-// watches the sandbox init's pidfd, answers the seccomp listener (one
-// platform call per notification), drains the output pipes or PTY master,
-// feeds queued stdin, and runs its timers: the execution deadline, kill
-// escalation, and a periodic check (e.g. CPU used against limits.cpuSeconds).
+// of this process -- many sandboxes. For each child it watches the sandbox
+// init's pidfd, drains the output pipes or PTY master, feeds queued stdin,
+// and runs its timers: the execution deadline, kill escalation, and a
+// periodic check (e.g. CPU used against limits.cpuSeconds). The seccomp
+// listener -- where the child waits on each brokered write -- is answered by
+// the loop (one platform call per notification) until the child has made a
+// few dozen such calls, which give the listener a thread of its own that
+// waits in it (Linux 6.6+; see Supervised::Answerer): no thread for a child
+// that writes little or nothing, one for a child that writes a lot. Refusals
+// are audited on the loop either way.
 //
 // Thread-safety: Supervisor and Supervised member functions may be called
 // from any thread; the Watch callbacks run on the loop thread and must not
@@ -83,6 +88,7 @@ class Supervisor;
 // One child under supervision, shared by its owner and the loop.
 class Supervised {
  public:
+  ~Supervised();  // a listener thread still running (the sandbox never reaped) is left to end by itself
   pid_t pid() const noexcept { return pid_; }
   bool ended() const noexcept { return ended_.load(); }
 
@@ -105,7 +111,10 @@ class Supervised {
  private:
   friend class Supervisor;
   Supervised(Supervisor& supervisor, platform::Child child, Watch watch);
+  struct Answerer;
   void start();  // loop thread: registers every fd and timer
+  bool startAnswerer();
+  void drainAnswers();  // loop thread: audits what the answerer refused, kills on its failure
   void onExited();
   void onListener(std::uint32_t events);
   void onOutput(std::size_t index, std::uint32_t events);
@@ -136,6 +145,8 @@ class Supervised {
   std::vector<EventLoop::TimerId> timers_;
   std::shared_ptr<std::function<void()>> periodicTick_;  // the periodic check, while it runs
   std::optional<EventLoop::TimerId> periodicTimer_;
+  int listenerCalls_ = 0;                // answered by the loop
+  std::shared_ptr<Answerer> answerer_;  // the listener's own thread, when it has one
 };
 
 class Supervisor {

@@ -4,6 +4,7 @@
 // (children left behind by kill, output lost on reconnect, a stream reporting
 // completion while the process runs, stdout and stderr merged).
 #include <gtest/gtest.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -413,6 +414,35 @@ TEST_F(ProcessServiceTest, TwoHundredConcurrentProcessesLeakNoFdThreadOrZombie) 
   EXPECT_EQ(testing::countEntries("/proc/self/task"), threads);
   EXPECT_LE(testing::childrenOfThisProcess(), children + 1) << "the spare at most; no zombie";
   EXPECT_TRUE(ok(service().list()).empty());
+}
+
+// A child that writes a lot in its writable tree gets the listener's own
+// thread (Linux 6.6+, supervisor.h), and it goes with the child; the test
+// above shows children that write nothing get none.
+TEST_F(ProcessServiceTest, AChildThatWritesGetsOneListenerThreadUntilItEnds) {
+  auto warm = startSh("true");
+  (void)ok(warm.wait());
+  ASSERT_FALSE(warm.remove());
+  std::this_thread::sleep_for(200ms);
+  const std::size_t threads = testing::countEntries("/proc/self/task");
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  int major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(u.release, "%d.%d", &major, &minor), 2) << u.release;
+  const std::size_t own = major > 6 || (major == 6 && minor >= 6) ? 1 : 0;
+  auto h = startSh("for i in $(seq 1 100); do echo $i > written-$i; done && echo x > written && echo wrote && sleep 1");
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (channelText(h, LogChannel::kStdout) != "wrote\n" && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(channelText(h, LogChannel::kStdout), "wrote\n");
+  EXPECT_EQ(testing::countEntries("/proc/self/task"), threads + own) << u.release;
+  EXPECT_TRUE(std::holds_alternative<Exited>(ok(h.wait(60s))));
+  ASSERT_FALSE(h.remove());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(testing::countEntries("/proc/self/task"), threads) << "the listener's thread outlived its child";
+  std::ifstream in(work_ + "/written");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "x\n");
 }
 
 }  // namespace

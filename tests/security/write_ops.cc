@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -104,6 +106,50 @@ std::vector<Case> cases() {
          return r + " " + what("f"); }},
       {"create-umask-077", [] {
          ::umask(077);
+         std::string r = openClose("f", O_WRONLY | O_CREAT, 0666);
+         return r + " " + what("f");
+       }},
+      // The mask known for the thread that set it, and read for every other:
+      // set twice, by a forked child of the setter, after a forked child set its
+      // own, after another thread set it.
+      {"create-umask-set-twice", [] {
+         ::umask(077);
+         ::umask(027);
+         std::string r = openClose("f", O_WRONLY | O_CREAT, 0666);
+         return r + " " + what("f");
+       }},
+      {"create-umask-077-by-a-forked-child", [] {
+         ::umask(077);
+         pid_t pid = ::fork();
+         if (pid == 0) {
+           int fd = ::open("f", O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+           ::_exit(fd >= 0 ? 0 : 1);
+         }
+         int status = -1;
+         if (pid > 0) ::waitpid(pid, &status, 0);
+         return "child=" + std::to_string(status) + " " + what("f");
+       }},
+      {"create-while-a-forked-child-has-set-umask-077", [] {
+         int set[2], done[2];
+         if (::pipe(set) != 0 || ::pipe(done) != 0) return std::string("pipe failed");
+         pid_t pid = ::fork();
+         if (pid == 0) {
+           ::umask(077);
+           char c = 'x';
+           (void)!::write(set[1], &c, 1);
+           (void)!::read(done[0], &c, 1);  // alive while the parent creates
+           ::_exit(0);
+         }
+         char c = 0;
+         if (pid > 0) (void)!::read(set[0], &c, 1);
+         std::string r = openClose("f", O_WRONLY | O_CREAT, 0666);
+         (void)!::write(done[1], &c, 1);
+         if (pid > 0) ::waitpid(pid, nullptr, 0);
+         for (int fd : {set[0], set[1], done[0], done[1]}) ::close(fd);
+         return r + " " + what("f");
+       }},
+      {"create-umask-077-set-by-another-thread", [] {
+         std::thread([] { ::umask(077); }).join();
          std::string r = openClose("f", O_WRONLY | O_CREAT, 0666);
          return r + " " + what("f");
        }},
