@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -582,6 +583,11 @@ std::string SpawnError::message() const {
     }
   }
   if (!detail.empty()) out += (call.empty() ? "" : "; ") + detail;
+  // The one errno whose fix is the supervisor's, not the policy's.
+  rlimit files{};
+  if (error == EMFILE && ::getrlimit(RLIMIT_NOFILE, &files) == 0)
+    out += "; the supervisor is at its descriptor limit (RLIMIT_NOFILE " + std::to_string(files.rlim_cur) +
+           "): end sandboxes or raise the limit";
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "src/daemon/sandboxes.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -31,6 +32,33 @@ DerivedRules deriveBaseline(const SandboxPolicy& baseline, const std::string& ro
   auto derived = derive(baseline, ctx);
   if (auto* e = std::get_if<PolicyError>(&derived)) throw std::runtime_error("--policy: " + e->text());
   return std::get<DerivedRules>(std::move(derived));
+}
+
+// A sandbox holds about 12 of the daemon's descriptors while idle (its spare's
+// pidfd, seccomp listener, command socket, root, pipes and workspace; the host
+// objects every sandbox pins are shared: host_pins.h), and more while a
+// program runs (its output pipes, a request's socket). A create is refused
+// while fewer than this many are left under RLIMIT_NOFILE, so that the limit
+// is met here, with a reason, rather than half-way into a spawn.
+constexpr std::size_t kDescriptorsPerSandbox = 32;
+
+// Refused (503) when the daemon's open descriptors leave less than
+// kDescriptorsPerSandbox under its RLIMIT_NOFILE.
+std::optional<ApiError> descriptorShortage(std::size_t sandboxes) {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  std::size_t open = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++open;
+  // Not even /proc/self/fd could be opened: EMFILE is the limit itself.
+  if (ec && ec.value() != EMFILE && ec.value() != ENFILE) return std::nullopt;
+  if (!ec && open + kDescriptorsPerSandbox <= files.rlim_cur) return std::nullopt;
+  return ApiError{ApiCode::kUnavailable,
+                  "the daemon's descriptor limit is reached: " +
+                      (ec ? std::string("every one") : std::to_string(open)) + " of RLIMIT_NOFILE " +
+                      std::to_string(files.rlim_cur) + " open with " + std::to_string(sandboxes) +
+                      " sandboxes, and a sandbox needs up to " + std::to_string(kDescriptorsPerSandbox) +
+                      "; close a sandbox, or raise the limit (LimitNOFILE= in stockaded.service, ulimit -n)"};
 }
 
 ApiError closedError(const ledger::SandboxRecord& r) {
@@ -149,6 +177,7 @@ std::variant<SandboxView, ApiError> Sandboxes::create(const CreateSandboxRequest
   if (entries_.size() >= limits_.maxSandboxes)
     return ApiError{ApiCode::kUnavailable, "the daemon holds " + std::to_string(limits_.maxSandboxes) +
                                                " sandboxes (stockaded --max-sandboxes); close one first"};
+  if (auto shortage = descriptorShortage(entries_.size())) return *std::move(shortage);
   ledger::SandboxRecord r;
   r.id = newId("sb_");
   r.epoch = newId("ep_");
