@@ -78,14 +78,6 @@ HostPin HostPin::open(const char* path) {
 
 int HostPin::fd() const noexcept { return held_ ? held_->fd.get() : -1; }
 
-std::size_t HostPin::sharedCount() {
-  const auto& table = pinTable();
-  std::lock_guard lock(table->mu);
-  std::size_t n = 0;
-  for (const auto& [identity, held] : table->byIdentity) n += held.expired() ? 0 : 1;
-  return n;
-}
-
 std::optional<std::uint64_t> MountTableWatch::generation() {
   struct Watch {
     std::mutex mu;

@@ -45,9 +45,6 @@ class HostPin {
   nlink_t links() const noexcept { return links_; }  // at open()
   mode_t mode() const noexcept { return mode_; }
 
-  // How many distinct objects the process holds pinned now (tests, benches).
-  static std::size_t sharedCount();
-
   struct Held;  // one shared descriptor (host_pins.cc)
 
  private:
