@@ -200,8 +200,9 @@ inline void writeSmallTree(const std::string& root, int dirs, int filesPerDir, s
 // when the constructor returns. Its stdout is dropped, stderr goes to
 // `dir`/daemon.log. It gets packaging/stockaded.service's LimitNOFILE=65536
 // when the bench may raise it (CAP_SYS_RESOURCE), else its hard limit: each
-// idle sandbox holds about 50 of the daemon's descriptors (daemon_bench
-// --scale prints them), so 500 sandboxes need more than 20,000. With
+// idle sandbox holds about 12 of the daemon's descriptors (daemon_bench
+// --scale prints them), and the daemon refuses a create with fewer than 32
+// left. With
 // `removeDirectory`, `dir` goes with the daemon. A request the helpers below
 // make that fails throws std::runtime_error naming it and its reply.
 class Daemon {

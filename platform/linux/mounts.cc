@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -348,20 +347,12 @@ bool buildDev(int rootFd, const char* shmOptions, const char* ptsOptions, ChildE
 
 HostSnapshot HostSnapshot::take(const MountPlan& plan) {
   HostSnapshot snapshot;
-  snapshot.mountTable_.reset(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+  snapshot.mountTable_ = MountTableWatch::generation();
   auto add = [&snapshot](const std::string& path, bool readOnly) {
     Entry e;
     e.path = path;
-    e.object.reset(::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st;
-    if (e.object && ::fstat(e.object.get(), &st) == 0) {
-      e.device = st.st_dev;
-      e.inode = st.st_ino;
-      e.links = st.st_nlink;
-      e.countLinks = readOnly && S_ISREG(st.st_mode);
-    } else {
-      e.object.reset();
-    }
+    e.object = HostPin::open(path.c_str());
+    e.countLinks = e.object && readOnly && S_ISREG(e.object.mode());
     snapshot.entries_.push_back(std::move(e));
   };
   for (const auto& op : plan.ops) {
@@ -377,9 +368,7 @@ HostSnapshot HostSnapshot::take(const MountPlan& plan) {
 }
 
 bool HostSnapshot::unchanged() const {
-  if (!mountTable_) return false;
-  pollfd p = {mountTable_.get(), POLLPRI, 0};
-  if (::poll(&p, 1, 0) != 0) return false;  // a mount came or went (or poll failed)
+  if (!mountTable_ || MountTableWatch::generation() != mountTable_) return false;  // a mount came or went
   for (const auto& e : entries_) {
     struct stat now;
     bool exists = ::lstat(e.path.c_str(), &now) == 0;
@@ -388,9 +377,9 @@ bool HostSnapshot::unchanged() const {
       continue;
     }
     struct stat held;
-    if (!exists || now.st_dev != e.device || now.st_ino != e.inode) return false;
-    if (::fstat(e.object.get(), &held) != 0 || held.st_nlink == 0) return false;  // unlinked meanwhile
-    if (e.countLinks && held.st_nlink != e.links) return false;  // a new name for a write-denied file
+    if (!exists || now.st_dev != e.object.device() || now.st_ino != e.object.inode()) return false;
+    if (::fstat(e.object.fd(), &held) != 0 || held.st_nlink == 0) return false;  // unlinked meanwhile
+    if (e.countLinks && held.st_nlink != e.object.links()) return false;  // a new name for a write-denied file
   }
   return true;
 }

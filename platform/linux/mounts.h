@@ -55,12 +55,14 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "platform/linux/child_error.h"
+#include "platform/linux/host_pins.h"
 #include "platform/linux/user_counters.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
@@ -193,9 +195,11 @@ std::uint64_t sandboxTmpfsBytes(std::uint64_t memoryBytes, std::uint64_t physica
 
 // What a sandbox's mounts were built from, for using the sandbox later
 // (prepare()): mounts hold objects, not names, and a copy of the host's mount
-// table. A snapshot holds every object the plan binds or covers open
-// (O_PATH), so none can be freed and its inode number handed to a new file
-// while the snapshot lives, and watches the supervisor's mount table.
+// table. A snapshot holds every object the plan binds or covers pinned
+// (HostPin: one O_PATH descriptor per object, shared by every snapshot of the
+// process), so none can be freed and its inode number handed to a new file
+// while the snapshot lives, and watches the supervisor's mount table
+// (MountTableWatch, shared likewise).
 class HostSnapshot {
  public:
   HostSnapshot() = default;
@@ -209,14 +213,11 @@ class HostSnapshot {
  private:
   struct Entry {
     std::string path;
-    UniqueFd object;  // O_PATH; invalid when the path was missing
-    dev_t device = 0;
-    ino_t inode = 0;
-    nlink_t links = 0;
+    HostPin object;  // empty when the path was missing
     bool countLinks = false;  // a regular file bound read-only
   };
   std::vector<Entry> entries_;
-  UniqueFd mountTable_;  // /proc/self/mountinfo: poll() says POLLPRI once the table changed
+  std::optional<std::uint64_t> mountTable_;  // MountTableWatch::generation() when taken
 };
 
 // Child side. Builds the view under a private staging tmpfs, pivots into it

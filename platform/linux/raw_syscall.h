@@ -35,6 +35,12 @@
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
+// A build with a sanitizer runtime that writes reports (ASan and UBSan
+// together, or TSan): the sandbox's init keeps a descriptor for them
+// (spawn.cc). Never defined in a release build.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STOCKADE_SANITIZER_REPORTS 1
+#endif
 
 #if !defined(__x86_64__)
 #error "platform/linux/raw_syscall.h: vfork() and the signal restorer are written for x86_64 only"

@@ -12,11 +12,13 @@
 // only memory prepared by the parent and its own stack, and never returns.
 #include "platform/linux/spawn.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +70,13 @@ struct ChildPlan {
   const LandlockPlan* landlock = nullptr;
   const SeccompProgram* seccomp = nullptr;
   RlimitPlan limits;
+#if defined(STOCKADE_SANITIZER_REPORTS)
+  // Sanitizer builds only: a duplicate of the supervisor's stderr (CLOEXEC),
+  // init's fd 2 once the program has exec'd, so that a sanitizer report of
+  // init's is seen (until then fd 2 is the program's stderr, where a report of
+  // the setup goes).
+  int sanitizerReportFd = -1;
+#endif
 };
 
 // The program as the child received it, in memory it mapped itself.
@@ -231,6 +240,9 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
   for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0],
                  plan.cgroupTasks[1], plan.cgroupTasks[2]})
     keep[count++] = fd;
+#if defined(STOCKADE_SANITIZER_REPORTS)
+  keep[count++] = plan.sanitizerReportFd;
+#endif
   for (int fd : plan.treeFds) {
     if (count == kMaxKeep) {
       errno = EMFILE;
@@ -257,6 +269,21 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
   }
   return true;
 }
+
+#if defined(STOCKADE_SANITIZER_REPORTS)
+// Sanitizer builds only: closes every fd but `a` and `b` (either may be -1).
+// Async-signal-safe.
+bool closeAllButTwo(int a, int b) noexcept {
+  if (a > b) std::swap(a, b);
+  unsigned next = 0;
+  for (int fd : {a, b}) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned>(fd) > next && abi::closeRange(next, static_cast<unsigned>(fd) - 1, 0) != 0) return false;
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  return abi::closeRange(next, ~0U, 0) == 0;
+}
+#endif
 
 // Stdio::kTerminal: a PTY in the sandbox's own devpts (mounted by
 // applyMounts()), so that the program's `tty` names a device that exists in
@@ -370,11 +397,24 @@ void forwardSignal(int sig) noexcept {
   // and the error pipe (closeAllBut() took the supervisor's other fds),
   // keeping only the status pipe. Closing the error pipe gives the parent EOF
   // once the program has exec'd.
+#if defined(STOCKADE_SANITIZER_REPORTS)
+  // Sanitizer builds: and the supervisor's stderr, made init's fd 2 again,
+  // where the runtime writes its reports (the program has exec'd: it has
+  // none of this).
+  const bool reports = plan.sanitizerReportFd >= 0 && plan.statusFd != STDERR_FILENO;
+  if (!closeAllButTwo(plan.statusFd, reports ? plan.sanitizerReportFd : -1) ||
+      (reports && sys::dup2(plan.sanitizerReportFd, STDERR_FILENO) < 0)) {
+    sys::kill(static_cast<pid_t>(pid), SIGKILL);
+    sys::exitGroup(kSetupFailedExit);
+  }
+  if (reports) sys::close(plan.sanitizerReportFd);
+#else
   const unsigned keep = static_cast<unsigned>(plan.statusFd);
   if ((keep > 0 && abi::closeRange(0, keep - 1, 0) != 0) || abi::closeRange(keep + 1, ~0U, 0) != 0) {
     sys::kill(static_cast<pid_t>(pid), SIGKILL);
     sys::exitGroup(kSetupFailedExit);
   }
+#endif
   for (;;) {
     int status = 0;
     pid_t reaped = sys::waitpid(-1, &status, 0);
@@ -582,6 +622,11 @@ std::string SpawnError::message() const {
     }
   }
   if (!detail.empty()) out += (call.empty() ? "" : "; ") + detail;
+  // The one errno whose fix is the supervisor's, not the policy's.
+  rlimit files{};
+  if (error == EMFILE && ::getrlimit(RLIMIT_NOFILE, &files) == 0)
+    out += "; the supervisor is at its descriptor limit (RLIMIT_NOFILE " + std::to_string(files.rlim_cur) +
+           "): end sandboxes or raise the limit";
   return out;
 }
 
@@ -726,6 +771,11 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   childPlan.landlock = &landlock;
   childPlan.seccomp = &seccompProgram(plan.seccomp);
   childPlan.limits = plan.limits;
+#if defined(STOCKADE_SANITIZER_REPORTS)
+  // Closed here once the child has its copy (end of scope).
+  UniqueFd sanitizerReports(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3));
+  childPlan.sanitizerReportFd = sanitizerReports.get();
+#endif
   if (keep) sandbox.host_ = HostSnapshot::take(plan.mounts);
 
   int pidfd = -1;

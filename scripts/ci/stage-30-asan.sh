@@ -10,7 +10,12 @@
 # against the unpacked library, which an ASan library cannot link without the
 # sanitizer's runtime: packaging, no code path the other tests do not run).
 # Any report fails the test that caused it (halt_on_error; UBSan does not
-# recover). LeakSanitizer runs at the exit of every test process and of the
+# recover); a report of a process a test only started -- a sandbox's init,
+# which reports to its supervisor's stderr through a descriptor it keeps in
+# sanitizer builds (platform/linux/spawn.cc), the CLI, a daemon (whose log
+# tests/support/sanitizer.h forwards) -- fails the run by the check of
+# ctest's log at the end (scripts/ci/sanitizer_reports.py), naming the test.
+# LeakSanitizer runs at the exit of every test process and of the
 # stockade CLI; the sandbox's init never runs it -- it leaves by exec or by
 # the raw exit_group(2) (platform/linux/raw_syscall.h), never through exit
 # handlers. sandbox_probe, the program the security tests run inside the
@@ -33,4 +38,7 @@ status=0
 # Every test, unprivileged_suites among them (started first: tests/CMakeLists.txt).
 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900 -E '^InstalledPackage\.' || status=1
 ctest --test-dir build --output-on-failure --timeout 600 -R '^InstalledPackage\.' || status=1
+# A report in a process a test only started (a sandbox's init, the CLI, a
+# daemon) fails the run too, naming the test whose output holds it.
+python3 scripts/ci/sanitizer_reports.py build-asan/Testing/Temporary/LastTest.log || status=1
 exit "$status"

@@ -1,5 +1,7 @@
 #include "src/daemon/sandboxes.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <stdexcept>
 
 #include "platform/linux/process_identity.h"
+#include "platform/unique_fd.h"
 #include "src/daemon/ids.h"
 #include "src/process/registry.h"
 
@@ -31,6 +34,43 @@ DerivedRules deriveBaseline(const SandboxPolicy& baseline, const std::string& ro
   auto derived = derive(baseline, ctx);
   if (auto* e = std::get_if<PolicyError>(&derived)) throw std::runtime_error("--policy: " + e->text());
   return std::get<DerivedRules>(std::move(derived));
+}
+
+// A sandbox holds about 12 of the daemon's descriptors while idle (its spare's
+// pidfd, seccomp listener, command socket, root, pipes and workspace; the host
+// objects every sandbox pins are shared: host_pins.h), and more while a
+// program runs (its output pipes, a request's socket). A create is refused
+// while fewer than this many are left under RLIMIT_NOFILE, so that the limit
+// is met here, with a reason, rather than half-way into a spawn.
+constexpr std::size_t kDescriptorsPerSandbox = 32;
+
+// Refused (503) when fewer than kDescriptorsPerSandbox more descriptors can
+// be opened now: that many are opened and closed again (some 30 us; counting
+// /proc/self/fd would take ms with thousands open).
+std::optional<ApiError> descriptorShortage(std::size_t sandboxes) {
+  std::vector<platform::UniqueFd> probes;
+  probes.reserve(kDescriptorsPerSandbox);
+  int err = 0;
+  while (probes.size() < kDescriptorsPerSandbox) {
+    int fd = probes.empty() ? ::open("/", O_PATH | O_CLOEXEC) : ::fcntl(probes.front().get(), F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    probes.emplace_back(fd);
+  }
+  if (err != EMFILE) return std::nullopt;  // room, or not this limit (ENFILE: the system's; the spawn will say)
+  probes.clear();
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  std::size_t open = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++open;
+  return ApiError{ApiCode::kUnavailable,
+                  "the daemon's descriptor limit is reached: " + std::to_string(open) + " of RLIMIT_NOFILE " +
+                      std::to_string(files.rlim_cur) + " open with " + std::to_string(sandboxes) +
+                      " sandboxes, and a sandbox needs up to " + std::to_string(kDescriptorsPerSandbox) +
+                      "; close a sandbox, or raise the limit (LimitNOFILE= in stockaded.service, ulimit -n)"};
 }
 
 ApiError closedError(const ledger::SandboxRecord& r) {
@@ -149,6 +189,7 @@ std::variant<SandboxView, ApiError> Sandboxes::create(const CreateSandboxRequest
   if (entries_.size() >= limits_.maxSandboxes)
     return ApiError{ApiCode::kUnavailable, "the daemon holds " + std::to_string(limits_.maxSandboxes) +
                                                " sandboxes (stockaded --max-sandboxes); close one first"};
+  if (auto shortage = descriptorShortage(entries_.size())) return *std::move(shortage);
   ledger::SandboxRecord r;
   r.id = newId("sb_");
   r.epoch = newId("ep_");

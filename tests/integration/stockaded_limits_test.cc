@@ -12,9 +12,16 @@
 // bench/daemon_bench --abuse's to measure.
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "platform/linux/cgroup.h"
 #include "tests/support/daemon_policy.h"
@@ -195,6 +202,123 @@ TEST_F(DaemonAbuseTest, AnOutputFloodEndsAtItsTimeoutWithTheDroppedBytesCountedA
   auto logs = c->request("GET", "/v1/sandboxes/" + flood + "/processes/" + dto.value("id", "") + "/logs?limit=1");
   EXPECT_EQ(logs.status, 200) << logs.body;
   EXPECT_NE(logs.body.find("flood"), std::string::npos) << logs.body.substr(0, 500);
+}
+
+// Descriptors: every idle sandbox of one daemon holds a spare (a sandbox
+// built ahead for its next program) and whatever the spare needs open; the
+// host objects every spare pins are shared by identity (host_pins.h), so a
+// sandbox costs the daemon a bounded number of descriptors, and at
+// RLIMIT_NOFILE a create is refused with the reason instead of a spawn failing
+// half-way.
+class DaemonDescriptorTest : public DaemonAbuseTest {
+ protected:
+  // The daemon's sandbox inits that finished building and wait for their
+  // program (blocked in read(2) on the command socket, the only read they make).
+  std::size_t sparesWaiting() const {
+    std::size_t n = 0;
+    const std::string task = "/proc/" + std::to_string(daemon->pid()) + "/task";
+    for (const auto& t : std::filesystem::directory_iterator(task)) {
+      std::ifstream children(t.path() / "children");
+      for (int pid; children >> pid;) {
+        std::ifstream syscall("/proc/" + std::to_string(pid) + "/syscall");
+        std::string number;
+        if (syscall >> number && number == "0") ++n;
+      }
+    }
+    return n;
+  }
+  std::size_t daemonFds() const {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(daemon->pid()) + "/fd"))
+      ++n;
+    return n;
+  }
+  // Until `count` spares wait (each sandbox ran a program, so each has one).
+  bool sparesSettle(std::size_t count) const {
+    for (int i = 0; i < 1000 && sparesWaiting() < count; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the spare handed over to its sandbox
+    return sparesWaiting() == count;
+  }
+  // A new sandbox that ran /bin/true (so that it holds its spare); its id.
+  std::string idleSandbox() {
+    std::string id = create(daemonTestPolicy());
+    EXPECT_EQ(runIn(id, {"/bin/true"}).value("exitCode", -1), 0);
+    return id;
+  }
+};
+
+TEST_F(DaemonDescriptorTest, EachIdleSandboxHoldsAtMostSixteenOfTheDaemonsDescriptors) {
+  EXPECT_EQ(runIn(neighbour, {"/bin/true"}).value("exitCode", -1), 0);
+  ASSERT_TRUE(sparesSettle(1));
+  const std::size_t before = daemonFds();
+  constexpr std::size_t kMore = 20;
+  for (std::size_t i = 0; i < kMore; ++i) idleSandbox();
+  ASSERT_TRUE(sparesSettle(kMore + 1)) << sparesWaiting() << " spares wait";
+  const std::size_t after = daemonFds();
+  // About 12 each (a spare's pidfd, seccomp listener, command socket, root,
+  // pipes, the workspace's), where one O_PATH pin per host object per
+  // sandbox cost 43: the shared pins are the first sandbox's.
+  EXPECT_LE(after - before, kMore * 16) << before << " descriptors with one idle sandbox, " << after << " with "
+                                        << kMore + 1;
+  // Every sandbox still runs a program in its spare, and sees its own workspace.
+  json r = runIn(neighbour, {"/bin/sh", "-c", "echo ran > marker && cat marker"});
+  EXPECT_EQ(r.value("stdout", ""), "ran\n") << r;
+}
+
+TEST_F(DaemonDescriptorTest, AtTheDescriptorLimitACreateIsRefusedNamingItAndTheDaemonStillServes) {
+  EXPECT_EQ(runIn(neighbour, {"/bin/true"}).value("exitCode", -1), 0);
+  ASSERT_TRUE(sparesSettle(1));
+  // Room for a few sandboxes more: the limit is lowered on the running daemon.
+  const rlim_t limit = daemonFds() + 100;
+  const rlimit files{limit, limit};
+  ASSERT_EQ(::prlimit(daemon->pid(), RLIMIT_NOFILE, &files, nullptr), 0) << std::strerror(errno);
+  std::size_t made = 0;
+  HttpReply refused;
+  for (; made < 40; ++made) {
+    auto r = c->request("POST", "/v1/sandboxes", json{{"policy", daemonTestPolicy()}}.dump());
+    if (r.status != 200) {
+      refused = r;
+      break;
+    }
+    // Every sandbox admitted runs its program: the limit is met at create, not in a spawn.
+    json ran = runIn(json::parse(r.body)["id"], {"/bin/true"});
+    ASSERT_EQ(ran.value("exitCode", -1), 0) << "sandbox " << made + 1 << " after lowering the limit to " << limit
+                                            << ": " << ran;
+  }
+  ASSERT_GT(made, 0u) << "no sandbox fit in 100 descriptors: " << refused.body;
+  ASSERT_LT(made, 40u) << "40 sandboxes fit in 100 descriptors";
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  json e = json::parse(refused.body, nullptr, false);
+  EXPECT_EQ(e.value("code", ""), "unavailable") << refused.body;
+  const std::string message = e.value("message", "");
+  EXPECT_NE(message.find("the daemon's descriptor limit is reached"), std::string::npos) << message;
+  EXPECT_NE(message.find("of RLIMIT_NOFILE " + std::to_string(limit) + " open with " + std::to_string(made + 1) +
+                         " sandboxes"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("raise the limit (LimitNOFILE="), std::string::npos) << message;
+  // The daemon still answers, and its sandboxes still run programs.
+  EXPECT_EQ(c->request("GET", "/v1/health").status, 200);
+  expectTheNeighbourRuns("at the descriptor limit");
+}
+
+// The spares share one descriptor of the daemon's mount table (host_pins.h),
+// and poll() reports a change to a descriptor once: every spare built before
+// the change must still learn of it, not only the first one asked.
+TEST_F(DaemonDescriptorTest, AVolumeUnmountedOnTheHostIsServedByNoSandboxsOlderSpare) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs on the host needs root; the unprivileged run cannot set this up";
+  TempDir volume;
+  ASSERT_EQ(::mount("tmpfs", volume.path().c_str(), "tmpfs", 0, "size=64k"), 0) << std::strerror(errno);
+  std::ofstream(volume.path() + "/data") << "ON-THE-VOLUME\n";
+  const json cat = {"/bin/sh", "-c", "cat " + volume.path() + "/data 2>/dev/null; echo rc=$?"};
+  std::vector<std::string> sandboxes = {neighbour, create(daemonTestPolicy()), create(daemonTestPolicy())};
+  for (const auto& s : sandboxes) EXPECT_EQ(runIn(s, cat).value("stdout", ""), "ON-THE-VOLUME\nrc=0\n");
+  ASSERT_TRUE(sparesSettle(sandboxes.size()));
+  ASSERT_EQ(::umount2(volume.path().c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  for (const auto& s : sandboxes)
+    EXPECT_EQ(runIn(s, cat).value("stdout", ""), "rc=1\n") << "sandbox " << s << " still showed an unmounted volume";
 }
 
 }  // namespace

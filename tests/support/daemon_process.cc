@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/sanitizer.h"
+
 extern char** environ;
 
 namespace stockade::testing {
@@ -120,6 +122,7 @@ void DaemonProcess::kill9() {
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
+  forwardSanitizerReports(log(), "stockaded's log " + logFile_);
 }
 
 int DaemonProcess::stop() {
@@ -138,6 +141,7 @@ int DaemonProcess::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   pid_ = -1;
+  forwardSanitizerReports(log(), "stockaded's log " + logFile_);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "tests/support/sanitizer.h"
+
 extern char** environ;
 
 namespace stockade::testing {
@@ -78,6 +80,7 @@ ProcessResult runProcess(const std::vector<std::string>& argv, const std::string
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  forwardSanitizerReports(result.err, argv[0] + "'s stderr");
   return result;
 }
 
