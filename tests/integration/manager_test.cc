@@ -16,6 +16,7 @@
 #include "platform/linux/cgroup.h"
 #include "stockade/stockade.h"
 #include "tests/support/manager_fixture.h"
+#include "tests/support/private_mounts.h"
 #include "tests/support/read_file.h"
 #include "tests/support/temp_dir.h"
 
@@ -673,12 +674,13 @@ TEST_F(ManagerTest, ANewHardLinkToAWriteDeniedFileIsNotServedByAnOlderSpare) {
 TEST_F(ManagerTest, AVolumeUnmountedOnTheHostIsNotServedByAnOlderSpare) {
   if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs on the host needs root; the unprivileged run cannot set this up";
   std::string vol = t_.dir("vol");
-  ASSERT_EQ(::mount("tmpfs", vol.c_str(), "tmpfs", 0, nullptr), 0) << std::strerror(errno);
+  testing::HostTmpfs volume(vol);
+  ASSERT_TRUE(volume.mounted()) << std::strerror(errno);
   t_.file("vol/data", "ON-THE-VOLUME\n");
   SandboxHandle h = create(policy());
   EXPECT_EQ(runSh(h, "cat " + vol + "/data").out, "ON-THE-VOLUME\n");
   ASSERT_TRUE(eventually(oneSpareWaiting));
-  ASSERT_EQ(::umount2(vol.c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  ASSERT_TRUE(volume.detach()) << std::strerror(errno);
   auto out = runSh(h, "cat " + vol + "/data 2>/dev/null; echo rc=$?");
   EXPECT_EQ(out.out, "rc=1\n") << "the sandbox still showed a volume the host had unmounted";
 }

@@ -27,6 +27,7 @@
 #include "tests/support/daemon_policy.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/pids_cgroup.h"
+#include "tests/support/private_mounts.h"
 #include "tests/support/temp_dir.h"
 
 namespace stockade::testing {
@@ -310,13 +311,14 @@ TEST_F(DaemonDescriptorTest, AtTheDescriptorLimitACreateIsRefusedNamingItAndTheD
 TEST_F(DaemonDescriptorTest, AVolumeUnmountedOnTheHostIsServedByNoSandboxsOlderSpare) {
   if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs on the host needs root; the unprivileged run cannot set this up";
   TempDir volume;
-  ASSERT_EQ(::mount("tmpfs", volume.path().c_str(), "tmpfs", 0, "size=64k"), 0) << std::strerror(errno);
+  HostTmpfs mounted(volume.path());
+  ASSERT_TRUE(mounted.mounted()) << std::strerror(errno);
   std::ofstream(volume.path() + "/data") << "ON-THE-VOLUME\n";
   const json cat = {"/bin/sh", "-c", "cat " + volume.path() + "/data 2>/dev/null; echo rc=$?"};
   std::vector<std::string> sandboxes = {neighbour, create(daemonTestPolicy()), create(daemonTestPolicy())};
   for (const auto& s : sandboxes) EXPECT_EQ(runIn(s, cat).value("stdout", ""), "ON-THE-VOLUME\nrc=0\n");
   ASSERT_TRUE(sparesSettle(sandboxes.size()));
-  ASSERT_EQ(::umount2(volume.path().c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  ASSERT_TRUE(mounted.detach()) << std::strerror(errno);
   for (const auto& s : sandboxes)
     EXPECT_EQ(runIn(s, cat).value("stdout", ""), "rc=1\n") << "sandbox " << s << " still showed an unmounted volume";
 }

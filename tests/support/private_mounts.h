@@ -13,8 +13,33 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace stockade::testing {
+
+// A tmpfs a test mounts on the host itself (root only), detached when the
+// test's scope ends however it ends: a failed ASSERT between mount and
+// umount left it in the host's mount table, where every later sandbox saw it.
+class HostTmpfs {
+ public:
+  explicit HostTmpfs(std::string path) : path_(std::move(path)) {
+    mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, "size=64k") == 0;
+  }
+  ~HostTmpfs() { detach(); }
+  HostTmpfs(const HostTmpfs&) = delete;
+  HostTmpfs& operator=(const HostTmpfs&) = delete;
+  bool mounted() const { return mounted_; }
+  // The test's own unmount; true when it worked.
+  bool detach() {
+    if (!mounted_) return true;
+    mounted_ = ::umount2(path_.c_str(), MNT_DETACH) != 0;
+    return !mounted_;
+  }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+};
 
 inline std::string inPrivateMounts(const std::function<std::string()>& body) {
   int report[2];
