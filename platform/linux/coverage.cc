@@ -17,10 +17,8 @@ using Source = MountView::Source;
 
 bool within(std::string_view path, std::string_view root) { return policy::isWithin(path, root); }
 
-// The longest entry of `list` (one of the rules' lists: sorted) containing `path`, or nullptr.
-const std::string* deepest(const std::vector<std::string>& list, std::string_view path) {
-  return policy::deepestContaining(list, path);
-}
+// The longest entry of one of the rules' lists (sorted) containing a path, or nullptr.
+const auto deepest = policy::deepestContaining;
 
 std::string entry(const char* field, const std::string& path) { return std::string(field) + " " + policy::quote(path); }
 

@@ -333,16 +333,11 @@ void addSocketRules(const SeccompOptions& options, std::vector<SeccompRule>& out
     SeccompRule rule{call, {}, EPERM, "(family, type, protocol) not in the socket allow-list", true};
     for (const auto& a : kSocketAllows) {
       if (std::string_view(a.syscall) != call || (a.when == Unix::kWhenAllowed && !options.allowUnixSockets)) continue;
-      for (int protocol : a.protocols) {
-        std::vector<SeccompArg> tuple = {{0, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.family)},
-                                         {1, Op::kMaskedEquals, ~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
-                                         {2, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(protocol)}};
-        auto same = [&](const std::vector<SeccompArg>& t) {
-          return std::equal(t.begin(), t.end(), tuple.begin(), [](const SeccompArg& x, const SeccompArg& y) {
-            return x.index == y.index && x.mask == y.mask && x.value == y.value;
-          });
-        };
-        if (std::none_of(rule.unless.begin(), rule.unless.end(), same)) rule.unless.push_back(std::move(tuple));
+      for (std::size_t i = 0; i < a.protocols.size(); ++i) {
+        if (i > 0 && a.protocols[i] == a.protocols[0]) continue;  // only one protocol
+        rule.unless.push_back({{0, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.family)},
+                               {1, Op::kMaskedEquals, ~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
+                               {2, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.protocols[i])}});
       }
     }
     out.push_back(std::move(rule));
