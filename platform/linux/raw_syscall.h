@@ -108,8 +108,8 @@ inline int execve(const char* path, char* const* argv, char* const* envp) noexce
   __builtin_unreachable();
 }
 inline int kill(pid_t pid, int sig) noexcept { return static_cast<int>(call(SYS_kill, pid, sig)); }
-inline pid_t waitpid(pid_t pid, int* status, int options) noexcept {
-  return static_cast<pid_t>(call(SYS_wait4, pid, arg(status), options, 0));
+inline pid_t waitpid(pid_t pid, int* status, int options, rusage* usage = nullptr) noexcept {
+  return static_cast<pid_t>(call(SYS_wait4, pid, arg(status), options, arg(usage)));
 }
 inline pid_t setsid() noexcept { return static_cast<pid_t>(call(SYS_setsid)); }
 inline int prctl(int option, unsigned long a = 0, unsigned long b = 0, unsigned long c = 0,

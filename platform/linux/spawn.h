@@ -122,6 +122,9 @@ struct Child {
   // Read end of the pipe on which the sandbox's init (pid 1) reports how the
   // program (pid 2) ended. Use waitExit(const Child&) below.
   UniqueFd programStatus;
+  // limits.cpuSeconds as the program's RLIMIT_CPU (no cgroup accounts the
+  // sandbox's CPU), else 0: its SIGKILL at that much CPU is the limit's.
+  std::uint64_t cpuRlimitSeconds = 0;
   // limits.pids, memoryBytes, cpuSeconds: the sandbox's cgroup; waitExit()
   // removes it once the sandbox is gone (and so does its destructor, if
   // nobody waited).

@@ -315,10 +315,20 @@ TEST_F(CpuLimitTest, AForkChainOfCpuHogsIsKilledNearOneSecondInAllWhileAShortCom
     EXPECT_NE(spin.err.find("weaker enforcement: limits.cpuSeconds: enforced per process only, as RLIMIT_CPU"),
               std::string::npos)
         << spin.err;
-    // The per-process fallback still holds for one process.
+    // The per-process fallback still holds for one process, and its kill is named.
     auto hog = run({"cpu-spin", "5"});
     EXPECT_EQ(hog.exitCode, 137) << hog.out << hog.err;  // RLIMIT_CPU: SIGKILL at the hard limit
     EXPECT_EQ(hog.out, "");
+    auto killed = lastEvent("exit");
+    EXPECT_EQ(killed["reason"], "limits.cpuSeconds") << killed;
+    EXPECT_GE(killed["cpuTimeMs"].get<long>(), 1000) << killed;
+    EXPECT_NE(hog.err.find("stockade run: limits.cpuSeconds: the sandbox used "), std::string::npos) << hog.err;
+    // A SIGKILL from elsewhere (here the program's own) is not the limit's.
+    auto self = run({"kill", "2", "9"});
+    EXPECT_EQ(self.exitCode, 137) << self.out << self.err;
+    auto other = lastEvent("exit");
+    EXPECT_FALSE(other.contains("limit")) << other;
+    EXPECT_EQ(other["reason"], "exited") << other;
     return;
   }
   EXPECT_GE(spun["cpuTimeMs"].get<long>(), 200) << spun;

@@ -1,5 +1,6 @@
 // Resource exhaustion under the fixed limits (runner.cc): pids 128,
-// memoryBytes 1 GiB, cpuSeconds 2, fileSizeBytes 64 MiB. Every attack is
+// memoryBytes 1 GiB, cpuSeconds 2 (20 for the memory cases), fileSizeBytes
+// 64 MiB. Every attack is
 // bounded (a count, a size, a time) so that one that is not stopped still
 // ends, and the case says it was not stopped.
 #include <fcntl.h>
@@ -15,6 +16,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/security/redteam/redteam.h"
 
@@ -104,6 +107,16 @@ Verdict pagesBalloon(const Context&, bool memfd) {
   return refused(-1, {ENOSPC, ENOMEM, EFBIG}, "write after " + std::to_string(total / kMiB) + " MiB");
 }
 Verdict tmpfsBalloon(const Context& c) { return pagesBalloon(c, false); }
+
+// Host side of the memory cases: they attack memoryBytes alone, and filling
+// 1 GiB takes CPU time -- 0.5 s on an idle host, ~2 s in a loaded CI run,
+// where the fixed cpuSeconds of 2 then ended a balloon (SIGKILL) before its
+// verdict. They run with room to spare; cpu-hog and cpu-fork-chain test the CPU limit.
+void cpuHeadroom(HostContext& h) {
+  auto policy = nlohmann::json::parse(h.policy);
+  policy["limits"]["cpuSeconds"] = 20;
+  h.policy = policy.dump();
+}
 Verdict memfdBalloon(const Context& c) { return pagesBalloon(c, true); }
 
 Verdict diskFiller(const Context& c) {
@@ -238,11 +251,11 @@ const bool registered = registerCases({
     {"resource-exhaustion", "fork-bomb", "fork until something stops it (bounded at 2000)", "fork bombs", forkBomb, {},
      kNoCgroupUnprivileged},
     {"resource-exhaustion", "memory-balloon", "map and touch 2 GiB under memoryBytes 1 GiB", "memory exhaustion", memoryBalloon,
-     {}, {}, "limits.memoryBytes"},
+     {}, {}, "limits.memoryBytes", cpuHeadroom},
     {"resource-exhaustion", "tmpfs-balloon", "fill the private /tmp past memoryBytes (tmpfs pages are not address space)",
-     "issue 9 §4", tmpfsBalloon, {}, {}, "limits.memoryBytes"},
+     "issue 9 §4", tmpfsBalloon, {}, {}, "limits.memoryBytes", cpuHeadroom},
     {"resource-exhaustion", "memfd-balloon", "fill memfds past memoryBytes", "issue 9 §4", memfdBalloon, {},
-     kNoCgroupUnprivileged, "limits.memoryBytes"},
+     kNoCgroupUnprivileged, "limits.memoryBytes", cpuHeadroom},
     {"resource-exhaustion", "disk-filler", "a file past fileSizeBytes", "disk exhaustion", diskFiller},
     {"resource-exhaustion", "fallocate-beyond", "fallocate(KEEP_SIZE) past fileSizeBytes", "issue 9 §4", fallocateBeyond},
     {"resource-exhaustion", "cpu-hog", "one process spinning past cpuSeconds", "CPU exhaustion", cpuHog, {}, {},
