@@ -323,13 +323,27 @@ std::variant<FrozenProcesses, FreezeFailure> freezeProcessTrees(const std::funct
     }
     if (!added && pass > 0) break;
     // Wait until everything recorded has stopped.
-    for (;;) {
+    for (int attempt = 1;; ++attempt) {
       bool quiet = true;
       std::string holdout;
       if (h) {
         auto state = readText(f.cgroupDir_ + "/freezer.state").value_or("");
         quiet = state.starts_with("FROZEN");
         holdout = "the freezer cgroup is " + state.substr(0, state.find('\n'));
+        if (!quiet) {
+          // The v1 freezer can stay FREEZING for good while processes
+          // arrive (forked, or moved in by a later pass): ask again, and
+          // now and then thaw and freeze anew -- runc's remedy for the same
+          // kernel behaviour (libcontainer/cgroups/fs/freezer.go). Seen
+          // here: a shell loop's tree left FREEZING for 60 s.
+          if (attempt % 50 == 0) {
+            (void)writeText(f.cgroupDir_ + "/freezer.state", "THAWED");
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          if (int e = writeText(f.cgroupDir_ + "/freezer.state", "FROZEN"))
+            return FreezeFailure{FreezeFailure::Kind::kError,
+                                 "write(" + f.cgroupDir_ + "/freezer.state, FROZEN) failed: " + errnoName(e)};
+        }
       } else {
         // A vfork() parent (posix_spawn(), a shell starting a command) sleeps
         // uninterruptibly until its child execs or exits, so a child stopped
