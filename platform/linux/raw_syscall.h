@@ -20,6 +20,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -108,8 +109,18 @@ inline int execve(const char* path, char* const* argv, char* const* envp) noexce
   __builtin_unreachable();
 }
 inline int kill(pid_t pid, int sig) noexcept { return static_cast<int>(call(SYS_kill, pid, sig)); }
-inline pid_t waitpid(pid_t pid, int* status, int options, rusage* usage = nullptr) noexcept {
-  return static_cast<pid_t>(call(SYS_wait4, pid, arg(status), options, arg(usage)));
+inline pid_t waitpid(pid_t pid, int* status, int options) noexcept {
+  return static_cast<pid_t>(call(SYS_wait4, pid, arg(status), options, 0));
+}
+inline int waitid(int type, int id, siginfo_t* info, int options) noexcept {
+  return static_cast<int>(call(SYS_waitid, type, id, arg(info), options, 0));
+}
+// A process's CPU-time clock (clock_getcpuclockid(3)): CPUCLOCK_PROF, its user
+// plus system time as the kernel's ticks sampled them -- the count RLIMIT_CPU
+// is checked against (kernel/time/posix-cpu-timers.c).
+inline int processProfTime(pid_t pid, timespec* out) noexcept {
+  const long clock = static_cast<long>((~static_cast<unsigned long>(pid)) << 3);  // MAKE_PROCESS_CPUCLOCK(pid, 0)
+  return static_cast<int>(call(SYS_clock_gettime, clock, arg(out)));
 }
 inline pid_t setsid() noexcept { return static_cast<pid_t>(call(SYS_setsid)); }
 inline int prctl(int option, unsigned long a = 0, unsigned long b = 0, unsigned long c = 0,
