@@ -3,11 +3,14 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "platform/linux/landlock.h"
 #include "platform/unique_fd.h"
@@ -57,6 +60,16 @@ KernelFeatures detectKernelFeatures() noexcept {
   f.seccompUserNotif = f.seccompFilter && hasWord(actions, "user_notif");
   f.userNamespaces = canCreateUserNamespace();
   return f;
+}
+
+bool kernelAtLeast(int major, int minor) noexcept {
+  static const std::pair<int, int> version = [] {
+    utsname u{};
+    int a = 0, b = 0;
+    if (::uname(&u) == 0) std::sscanf(u.release, "%d.%d", &a, &b);
+    return std::pair<int, int>(a, b);
+  }();
+  return version >= std::pair<int, int>(major, minor);
 }
 
 }  // namespace stockade::platform

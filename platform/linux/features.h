@@ -15,4 +15,7 @@ struct KernelFeatures {
 // (fork + unshare(CLONE_NEWUSER) in the child); a few hundred microseconds.
 KernelFeatures detectKernelFeatures() noexcept;
 
+// The running kernel's release (uname(2), read once) is at least major.minor.
+bool kernelAtLeast(int major, int minor) noexcept;
+
 }  // namespace stockade::platform

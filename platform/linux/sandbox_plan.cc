@@ -1,25 +1,11 @@
 #include "platform/linux/sandbox_plan.h"
 
-#include <sys/utsname.h>
-
-#include <cstdio>
-
+#include "platform/linux/features.h"
 #include "platform/linux/namespaces.h"
 #include "policy/paths.h"
 
 namespace stockade::platform {
 namespace {
-
-// The running kernel is at least major.minor.
-bool kernelAtLeast(int major, int minor) {
-  static const std::pair<int, int> version = [] {
-    utsname u{};
-    int a = 0, b = 0;
-    if (::uname(&u) == 0) std::sscanf(u.release, "%d.%d", &a, &b);
-    return std::pair<int, int>(a, b);
-  }();
-  return version >= std::pair<int, int>(major, minor);
-}
 
 // Where the sandbox cgroup's controllers live, when the rules ask for one.
 std::optional<CgroupControllers> cgroupsFor(const DerivedRules& rules) {

@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "platform/linux/features.h"
 #include "platform/linux/raw_syscall.h"
 
 namespace stockade::platform {
@@ -41,13 +41,7 @@ std::uint64_t rlimitShare(int resource) {
 
 // Linux 5.14 moved RLIMIT_NPROC, _SIGPENDING, _MSGQUEUE and _MEMLOCK onto
 // per-user-namespace counts ("Count rlimits in each user namespace").
-bool rlimitsCountPerNamespace() {
-  utsname u{};
-  if (::uname(&u) != 0) return false;
-  unsigned major = 0, minor = 0;
-  if (std::sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
-  return major > 5 || (major == 5 && minor >= 14);
-}
+bool rlimitsCountPerNamespace() { return kernelAtLeast(5, 14); }
 
 }  // namespace
 
