@@ -92,15 +92,28 @@ std::string_view relativeTo(std::string_view path, std::string_view root) {
   return root == "/" ? path.substr(1) : path.substr(root.size() + 1);
 }
 
+// Set by WriteBroker::dedicateThisThread(): this thread only answers
+// listeners, and the umask it has now (once it set one).
+thread_local bool tDedicated = false;
+thread_local std::optional<mode_t> tUmask;
+
 // Everything the call does with the child's identity: its umask for modes,
 // and no capability (a supervisor running as root still decides nothing by
 // its own privilege: the child has none). Per thread: the file-system
-// attributes (umask) are unshared from the rest of the supervisor once.
+// attributes (umask) are unshared from the rest of the supervisor once. A
+// dedicated thread keeps what it set, and has no capability left to drop.
 class ActingAsChild {
  public:
   explicit ActingAsChild(std::optional<mode_t> umaskOfChild) {
     static thread_local bool ownFs = ::unshare(CLONE_FS) == 0;
-    if (umaskOfChild && ownFs) savedUmask_ = ::umask(*umaskOfChild);
+    if (umaskOfChild && ownFs) {
+      if (!tDedicated) {
+        savedUmask_ = ::umask(*umaskOfChild);
+      } else if (tUmask != umaskOfChild) {
+        ::umask(*umaskOfChild);
+        tUmask = umaskOfChild;
+      }
+    }
     // The supervisor's capabilities do not change: read once per thread.
     static thread_local const Capabilities mine = [] {
       Capabilities c;
@@ -1174,6 +1187,16 @@ std::vector<int> WriteBroker::treeFds() const {
   std::vector<int> out;
   for (const auto& fd : treeFds_) out.push_back(fd.get());
   return out;
+}
+
+void WriteBroker::dedicateThisThread() noexcept {
+  tDedicated = true;
+  __user_cap_header_struct header{};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) != 0 || (data[0].effective | data[1].effective) == 0) return;
+  data[0].effective = data[1].effective = 0;
+  (void)::syscall(SYS_capset, &header, data);  // failed: each call drops them for itself, as on any thread
 }
 
 WriteBroker::Answer WriteBroker::answer(int listener, const seccomp_notif& n) const {

@@ -87,6 +87,7 @@ struct Supervised::Answerer {
       sched_param normal{};
       (void)::pthread_setschedparam(::pthread_self(), SCHED_OTHER, &normal);
     }
+    platform::WriteBroker::dedicateThisThread();
     for (;;) {
       bool received = false;
       auto answered = platform::answerNotification(listener.get(), *broker, &received);
