@@ -191,9 +191,12 @@ std::optional<WriteVerdict> WriteRules::gitDirRefusal(const std::vector<WriteEff
         const bool adds = e.effect == Effect::kCreate || e.effect == Effect::kMoveIn;
         const bool removes = e.effect == Effect::kRemove || e.effect == Effect::kMoveOut;
         if ((adding && !adds) || (!adding && !removes)) continue;
+        // Git asks only that objects and refs be searchable (access(X_OK)):
+        // a symlink to a directory, or an executable file, passes as well as
+        // a directory -- any kind counts.
         if (name == "HEAD") after.head = adding;
-        if (name == "objects") after.objects = adding && isDirectory(e.kind);
-        if (name == "refs") after.refs = adding && isDirectory(e.kind);
+        if (name == "objects") after.objects = adding;
+        if (name == "refs") after.refs = adding;
         if (name == "commondir") after.commondir = adding;
       }
     }
@@ -202,7 +205,10 @@ std::optional<WriteVerdict> WriteRules::gitDirRefusal(const std::vector<WriteEff
         const std::string_view rest = std::string_view(e.path).substr(dir.size() == 1 ? 1 : dir.size() + 1);
         touchesConfiguration = touchesConfiguration || among(kGitConfigEntries, rest.substr(0, rest.find('/')));
       }
-    if (before.isGitDir() && touchesConfiguration)
+    // Configuration touched in a git directory, or by the call that makes
+    // one (a commondir beside HEAD sends git to the config and hooks of
+    // whatever directory it names).
+    if ((before.isGitDir() || after.isGitDir()) && touchesConfiguration)
       return refuse(EACCES, kRule,
                     quote(dir) + " is a git directory by its contents (a bare repository): git reads its config and "
                                  "runs its hooks",

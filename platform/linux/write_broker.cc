@@ -594,15 +594,18 @@ policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& di
                             : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
                                               RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
   if (!held) return c;
-  auto has = [&](const char* name, bool directory) {
+  // Any kind of entry counts (GitDirContents): git follows a symlink at
+  // objects or refs, and takes an executable file there.
+  auto has = [&](const char* name) {
     struct stat st;
-    return ::fstatat(held.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (!directory || S_ISDIR(st.st_mode));
+    return ::fstatat(held.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0;
   };
-  c.head = has("HEAD", false);
-  c.objects = has("objects", true);
-  c.refs = has("refs", true);
-  c.commondir = has("commondir", false);
-  for (const char* name : {"config", "config.worktree", "hooks", "info"}) c.configuration = c.configuration || has(name, false);
+  c.head = has("HEAD");
+  c.objects = has("objects");
+  c.refs = has("refs");
+  c.commondir = has("commondir");
+  for (const char* name : {"config", "config.worktree", "hooks", "info", "commondir"})
+    c.configuration = c.configuration || has(name);
   return c;
 }
 

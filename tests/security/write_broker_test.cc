@@ -154,6 +154,43 @@ TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents)
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
+// Git takes objects and refs of any kind it can search (a symlink to a
+// directory, an executable file), and a commondir beside HEAD sends it to
+// another directory's config and hooks: each is a git directory too.
+TEST_F(WriteBrokerTest, AGitDirectoryMadeOfSymlinksOrThroughACommondirIsProtectedToo) {
+  // objects a symlink: HEAD is made (git now takes the directory for a
+  // repository), its config is refused.
+  auto linked = inside("mkdir -p evil/refs evil/od && $P symlink od evil/objects && $P create evil/HEAD && "
+                       "$P write evil/config");
+  EXPECT_TRUE(refused(linked, "EACCES")) << linked.out << linked.err;
+  ASSERT_TRUE(exists(ws + "/evil/HEAD")) << "the steps before the attack ran: " << linked.out << linked.err;
+  EXPECT_FALSE(exists(ws + "/evil/config"));
+  ASSERT_EQ(slurp(ws + "/evil/HEAD"), "probe\n");
+  file(ws + "/evil/HEAD", "ref: refs/heads/main\n");
+  auto gitdir = runProcess({"git", "-C", ws + "/evil", "rev-parse", "--git-dir"});
+  EXPECT_EQ(gitdir.out, ".\n") << "git takes it for a git directory: " << gitdir.err;
+  // objects a file, made a git directory around the hooks already there.
+  auto fileObjects = inside("mkdir -p ex/refs ex/hooks && $P create ex/objects && $P create ex/HEAD");
+  EXPECT_TRUE(refused(fileObjects, "EACCES")) << fileObjects.out << fileObjects.err;
+  EXPECT_TRUE(exists(ws + "/ex/objects"));
+  EXPECT_FALSE(exists(ws + "/ex/HEAD"));
+  // A commondir beside HEAD, in either order, pointing at a directory whose
+  // config and hooks are ordinary files.
+  auto common = inside("mkdir -p common/objects common/refs common/hooks b && $P create b/HEAD && $P create b/commondir");
+  EXPECT_TRUE(refused(common, "EACCES")) << common.out << common.err;
+  EXPECT_TRUE(exists(ws + "/b/HEAD"));
+  EXPECT_FALSE(exists(ws + "/b/commondir"));
+  auto reverse = inside("mkdir b2 && $P create b2/commondir && $P create b2/HEAD");
+  EXPECT_TRUE(refused(reverse, "EACCES")) << reverse.out << reverse.err;
+  EXPECT_TRUE(exists(ws + "/b2/commondir"));
+  EXPECT_FALSE(exists(ws + "/b2/HEAD"));
+  // The neighbours: a git-shaped directory with no configuration, its other
+  // entries, and a commondir where there is no HEAD.
+  auto ok = inside("mkdir -p plain/refs && $P symlink refs plain/objects && $P create plain/HEAD && "
+                   "$P create plain/notes && mkdir n && $P create n/commondir");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
 TEST_F(WriteBrokerTest, RenamesOntoOrAwayFromProtectedNamesAreRefused) {
   auto onto = probe({"rename", ws + "/README", ws + "/.bashrc"});
   EXPECT_TRUE(refused(onto, "EACCES")) << onto.out;

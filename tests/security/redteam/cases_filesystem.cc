@@ -245,6 +245,33 @@ Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "
 Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
 Verdict gitCommondir(const Context& c) { return newNameCreated(c, ".git", "commondir"); }
 
+// A git directory under another name, made so that the broker's look at its
+// contents might miss it: git asks only that objects can be searched (a
+// symlink to a directory will do), and follows a commondir beside HEAD to
+// another directory's config and hooks.
+Verdict bareRepoSymlinkedObjects(const Context& c) {
+  const std::string dir = c.ws + "/evil";
+  if (auto n = neighbour(::mkdir(dir.c_str(), 0755) == 0 && ::mkdir((dir + "/refs").c_str(), 0755) == 0 &&
+                             ::mkdir((dir + "/od").c_str(), 0755) == 0 &&
+                             ::symlink("od", (dir + "/objects").c_str()) == 0 &&
+                             writeFile(dir + "/HEAD", "ref: refs/heads/main\n"),
+                         "make ws/evil with refs/, objects -> od and HEAD"))
+    return *n;
+  return refused(writeFile(dir + "/config", "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES},
+                 "write ws/evil/config");
+}
+
+Verdict commondirBesideHead(const Context& c) {
+  const std::string common = c.ws + "/common", dir = c.ws + "/b";
+  if (auto n = neighbour(::mkdir(common.c_str(), 0755) == 0 && ::mkdir((common + "/objects").c_str(), 0755) == 0 &&
+                             ::mkdir((common + "/refs").c_str(), 0755) == 0 &&
+                             writeFile(common + "/config", "[core]\n\tfsmonitor = /workspace/evil.sh\n") &&
+                             ::mkdir(dir.c_str(), 0755) == 0 && writeFile(dir + "/HEAD", "ref: refs/heads/main\n"),
+                         "make ws/common with objects/, refs/ and a config, and ws/b/HEAD"))
+    return *n;
+  return refused(writeFile(dir + "/commondir", "../common\n") ? 0 : -1, {EACCES}, "write ws/b/commondir");
+}
+
 const bool registered = registerCases({
     {"filesystem-reads", "direct-read", "open a read-denied credentials file", "sandbox-runtime denyRead semantics", directRead},
     {"filesystem-reads", "proc-self-root", "read the secret through /proc/self/root", "magic links of /proc (runc CVE-2019-5736 family)", procSelfRoot},
@@ -276,6 +303,10 @@ const bool registered = registerCases({
     {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks},
     {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings},
     {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
+    {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
+     "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
+    {"protected-names", "commondir-beside-head", "a commondir beside HEAD sends git to an unprotected config",
+     "git's commondir (linked worktrees)", commondirBesideHead},
 });
 
 }  // namespace

@@ -204,6 +204,38 @@ TEST_F(WriteDecisionTest, AGitDirectoryByContentsHasItsConfigurationProtected) {
   EXPECT_TRUE(rules_->gitDirCandidates({{Effect::kCreate, ws + "/.git/HEAD", ObjectKind::kOther}}).empty());
 }
 
+// Git's own test of a git directory asks only that objects and refs can be
+// searched, and follows a commondir to another directory's config and hooks:
+// what a directory becomes one by is decided by name, whatever its kind.
+TEST_F(WriteDecisionTest, AGitDirectoryMadeWithoutDirectoriesOrThroughACommondirIsOneToo) {
+  const std::string dir = ws + "/evil";
+  // objects as a symlink (or an executable file) beside HEAD, refs and a config.
+  const GitDirContents noObjects{.head = true, .refs = true, .configuration = true};
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/objects", ObjectKind::kOther}}, std::nullopt,
+                               {{dir, noObjects}}),
+                EACCES, "HEAD + objects + refs");
+  // The config written once objects is a symlink: the directory is one already.
+  const GitDirContents linked{.head = true, .objects = true, .refs = true};
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/config", ObjectKind::kOther}}, std::nullopt, {{dir, linked}}),
+                EACCES, "HEAD + objects + refs");
+  // A commondir beside HEAD makes one, with no configuration of its own...
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/commondir", ObjectKind::kOther}}, std::nullopt,
+                               {{dir, {.head = true}}}),
+                EACCES, "HEAD + objects + refs");
+  // ... and HEAD beside a commondir (which the broker reports as configuration).
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/HEAD", ObjectKind::kOther}}, std::nullopt,
+                               {{dir, {.commondir = true, .configuration = true}}}),
+                EACCES, "HEAD + objects + refs");
+  // The neighbours: HEAD in a directory with only objects and refs of any
+  // kind, and a commondir where there is no HEAD.
+  EXPECT_EQ(rules_->decide({{Effect::kCreate, dir + "/HEAD", ObjectKind::kOther}}, std::nullopt,
+                           {{dir, {.objects = true, .refs = true}}})
+                .action,
+            Action::kPerform);
+  EXPECT_EQ(rules_->decide({{Effect::kCreate, dir + "/commondir", ObjectKind::kOther}}, std::nullopt, {{dir, {}}}).action,
+            Action::kPerform);
+}
+
 TEST_F(WriteDecisionTest, SetIdModeBitsAreRefused) {
   expectRefused(decide({{Effect::kModify, ws + "/tool", ObjectKind::kOther}}, S_ISUID | 0755), EPERM, "setuid");
   expectRefused(decide({{Effect::kCreate, ws + "/tool", ObjectKind::kOther}}, S_ISGID | 0755), EPERM, "setuid");
