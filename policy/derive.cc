@@ -325,18 +325,33 @@ class Deriver {
     return out;
   }
 
-  // The protected names (the table), and the hooks directories git's
+  // The protected names (the table), the hooks directories git's
   // configuration names (core.hooksPath): a relative one in the user's or
-  // system config is a name at any depth, any other a path.
+  // system config is a name at any depth, any other a path; and the files
+  // those configs include that lie in a writable tree. A path is protected as
+  // named and as what it resolves to: a symlink at the name could otherwise
+  // be replaced by a file the program wrote.
   void protectWhatGitRuns() {
     b_.fs.protectedNames = policy::tableProtectedNames();
     std::vector<std::string> trees = b_.fs.allowWrite;
     trees.insert(trees.end(), b_.fs.defaultWrite.begin(), b_.fs.defaultWrite.end());
-    auto hooks = policy::gitHooksPaths(ctx_.home, trees);
-    for (auto& name : hooks.names) b_.fs.protectedNames.push_back({std::move(name), false});
-    for (const auto& path : hooks.paths) {
+    auto git = policy::gitHooksPaths(ctx_.home, trees);
+    for (auto& name : git.names) b_.fs.protectedNames.push_back({std::move(name), false});
+    auto protect = [&](const std::string& path) {
       auto real = resolver_.resolve(path);
-      b_.fs.mandatoryDenyWrite.push_back(real ? *real : path);
+      for (const std::string& p : {path, real.value_or(path)})
+        if (std::find(b_.fs.mandatoryDenyWrite.begin(), b_.fs.mandatoryDenyWrite.end(), p) ==
+            b_.fs.mandatoryDenyWrite.end())
+          b_.fs.mandatoryDenyWrite.push_back(p);
+    };
+    for (const auto& path : git.paths) protect(path);
+    for (const auto& path : git.included) {
+      auto real = resolver_.resolve(path);
+      for (const auto& tree : trees)
+        if (policy::isWithin(path, tree) || (real && policy::isWithin(*real, tree))) {
+          protect(path);
+          break;
+        }
     }
   }
 

@@ -103,7 +103,10 @@ class Reader {
       }
     }
     for (const auto& inc : includes)
-      if (auto placed = placeValue(inc, home_, dirOf(path))) read(*placed, worktree, depth + 1);
+      if (auto placed = placeValue(inc, home_, dirOf(path))) {
+        out_.included.push_back(*placed);
+        read(*placed, worktree, depth + 1);
+      }
   }
 
  private:
@@ -262,7 +265,7 @@ GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::stri
       if (dir == "/") break;
     }
   }
-  for (auto* list : {&out.paths, &out.names}) {
+  for (auto* list : {&out.paths, &out.names, &out.included}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }

@@ -1,7 +1,9 @@
-// Where git's configuration sends hooks: every core.hooksPath in the files
-// git reads it from, for derive(). A hooks directory named there is as much a
-// way to run code on the host's next commit as .git/hooks, so it is
-// protected like the names of protected_names.cc.
+// Where git's configuration sends hooks, and the files it includes: every
+// core.hooksPath in the files git reads it from, and every file they
+// include, for derive(). A hooks directory named there, or an included file
+// (which can name one, or core.fsmonitor), is as much a way to run code on
+// the host's next git command as .git/hooks, so it is protected like the
+// names of protected_names.cc.
 //
 // Read (only these, none of them inside a writable tree's contents except
 // the repository that holds the tree): the system config (/etc/gitconfig),
@@ -27,6 +29,10 @@ struct GitHooksPaths {
   // working tree of whichever repository git runs in, so protected as names
   // at any depth ("githooks", ".config/hooks").
   std::vector<std::string> names;
+  // Every file an include.path or includeIf.*.path of those configs names
+  // (absolute, lexically normal, whether or not it exists): git reads it as
+  // configuration, so a writable one is as good as the config itself.
+  std::vector<std::string> included;
 };
 
 // `home`: $HOME ("": no user config). `trees`: absolute writable trees.

@@ -127,6 +127,28 @@ TEST_F(WriteBrokerTest, EveryWayGitIsRedirectedToAnotherGitDirectoryIsRefused) {
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
+// A file the repository's config includes is configuration git reads (a
+// shared team config is a common one): the host's next git status would run
+// the core.fsmonitor written there.
+TEST_F(WriteBrokerTest, AFileTheRepositorysConfigIncludesIsProtected) {
+  file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  file(ws + "/.git/config", "[include]\n\tpath = ../team.gitconfig\n\tpath = local.inc\n");
+  file(ws + "/team.gitconfig", "[core]\n");
+  for (const char* path : {"team.gitconfig", ".git/local.inc"}) {
+    auto r = inside(std::string("$P write notes.md && $P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+    EXPECT_TRUE(exists(ws + "/notes.md")) << "the allowed write before the attack ran";
+  }
+  EXPECT_EQ(slurp(ws + "/team.gitconfig"), "[core]\n");
+  EXPECT_FALSE(exists(ws + "/.git/local.inc"));
+  auto replaced = inside("$P create team.new && $P rename team.new team.gitconfig");
+  EXPECT_TRUE(refused(replaced, "EACCES")) << replaced.out << replaced.err;
+  EXPECT_EQ(slurp(ws + "/team.gitconfig"), "[core]\n");
+  // The neighbour: a file beside it that nothing includes.
+  auto ok = inside("$P write team.gitconfig.example && $P write .git/other.inc");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
 // A bare repository is a git directory by its contents, under any name.
 TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents) {
   ASSERT_EQ(runProcess({"git", "init", "-q", "--bare", ws + "/mirror.git"}).exitCode, 0);

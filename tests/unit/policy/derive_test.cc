@@ -338,6 +338,29 @@ TEST_F(DeriveTest, TheHooksPathOfTheRepositoryHoldingATreeIsProtected) {
   EXPECT_TRUE(whole.writable(work_ + "/.husky-not/x"));
 }
 
+// A file git includes into its configuration can name a hooks path or
+// core.fsmonitor like the config itself: one in a writable tree is
+// protected, as named and as what it resolves to.
+TEST_F(DeriveTest, AConfigFileGitIncludesFromAWritableTreeIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config",
+          "[include]\n\tpath = ../team.gitconfig\n\tpath = extra.inc\n[includeIf \"onbranch:x\"]\n\tpath = ../tools/link.cfg\n");
+  t_.file("work/tools/real.cfg", "[core]\n");
+  ASSERT_EQ(::symlink("real.cfg", (work_ + "/tools/link.cfg").c_str()), 0);
+  t_.file("home/.gitconfig", "[include]\n\tpath = ~/.gitconfig.local\n");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  for (const char* path : {"/team.gitconfig", "/.git/extra.inc", "/tools/link.cfg", "/tools/real.cfg"})
+    EXPECT_FALSE(r.writable(work_ + path)) << path;
+  // The neighbours: the tree's other files; an included file outside every
+  // writable tree adds no rule.
+  EXPECT_TRUE(r.writable(work_ + "/team.gitconfig.bak"));
+  EXPECT_TRUE(r.writable(work_ + "/tools/other.cfg"));
+  EXPECT_FALSE(has(r.filesystem().mandatoryDenyWrite, home_ + "/.gitconfig.local"));
+  auto sub = deriveOk(R"({"filesystem":{"allowWrite":["tools"]}})");
+  EXPECT_TRUE(has(sub.filesystem().mandatoryDenyWrite, work_ + "/tools/real.cfg"));
+  EXPECT_FALSE(has(sub.filesystem().mandatoryDenyWrite, work_ + "/team.gitconfig"));
+}
+
 TEST_F(DeriveTest, ARelativeHooksPathOfTheUsersConfigIsProtectedAtAnyDepth) {
   t_.file("home/.gitconfig", "[Core]\nHooksPath = ./githooks\n[includeIf \"gitdir:~/x/\"]\n  path = ~/.extra\n");
   t_.file("home/.extra", "[core] hooksPath = ~/shared-hooks\n");
