@@ -45,6 +45,19 @@ const std::string* strictlyBeneath(const std::vector<std::string>& list, std::st
 
 bool moves(Effect e) { return e == Effect::kMoveOut || e == Effect::kMoveIn; }
 
+// Does the effect change what lies beneath its name? A directory moved away
+// takes its contents along, one moved there brings the child's; a symlink
+// made or moved there sends every name beneath it to wherever it points.
+bool changesWhatIsBeneath(const WriteEffect& e) {
+  if (moves(e.effect) && isDirectory(e.kind)) return true;
+  return (e.effect == Effect::kCreate || e.effect == Effect::kMoveIn) && e.kind == ObjectKind::kSymlink;
+}
+
+std::string beneathChange(const WriteEffect& e) {
+  return e.kind == ObjectKind::kSymlink ? "a symlink at " + quote(e.path) + " would send elsewhere"
+                                        : "moving " + quote(e.path) + " would move";
+}
+
 // Entries of a git directory git reads its configuration and hooks from, and
 // the names that make a directory one.
 constexpr std::string_view kGitConfigEntries[] = {"config", "config.worktree", "hooks", "info", "commondir"};
@@ -131,18 +144,18 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
     const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it: a core.hooksPath, or a file it includes";
     if (const auto* d = containing(*list, e.path)) return refuse(EACCES, field + quote(*d), why, e.path);
     // A directory moved away, or onto a name, takes the denied paths beneath
-    // it along (or puts what the child made where they were).
-    if (moves(e.effect) && isDirectory(e.kind))
+    // it along (or puts what the child made where they were); a symlink
+    // there would put wherever it points in their place.
+    if (changesWhatIsBeneath(e))
       if (const auto* d = strictlyBeneath(*list, e.path))
-        return refuse(EACCES, field + quote(*d), std::string("moving ") + quote(e.path) + " would move " + why,
-                      e.path);
+        return refuse(EACCES, field + quote(*d), beneathChange(e) + " " + quote(*d) + ": " + why, e.path);
   }
   if (const auto* n = names_.protecting(e.path, isDirectory(e.kind)))
     return refuse(EACCES, "protected name " + quote(n->text()), std::string(protectedNameReason(*n)), e.path);
-  if (moves(e.effect) && isDirectory(e.kind))
+  if (changesWhatIsBeneath(e))
     if (const auto* n = names_.contextOf(e.path))
-      return refuse(EACCES, "protected name " + quote(n->text()),
-                    "moving a directory at " + quote(e.path) + " would move what the name protects", e.path);
+      return refuse(EACCES, "protected name " + quote(n->text()), beneathChange(e) + " what the name protects",
+                    e.path);
   return std::nullopt;
 }
 

@@ -32,8 +32,9 @@ std::vector<std::string> brokeredTrees(const DerivedRules& rules);
 // binding it from the host: /tmp itself, and anything in /dev or /proc.
 bool builtPrivately(std::string_view path) noexcept;
 
-// What kind of object is at a name, or arrives there.
-enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther };
+// What kind of object is at a name, or arrives there. A symlink is told
+// apart: one arriving at a name sends what is beneath the name elsewhere.
+enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther, kSymlink };
 
 // What a call does to one name.
 enum class Effect : std::uint8_t {

@@ -54,7 +54,10 @@ constexpr std::uint64_t kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTT
                                           O_NOATIME | O_CLOEXEC | O_PATH | O_SYNC | O_TMPFILE;
 constexpr std::uint64_t kTmpfileBit = O_TMPFILE & ~O_DIRECTORY;
 
-ObjectKind kindOf(const struct stat& st) { return S_ISDIR(st.st_mode) ? ObjectKind::kDirectory : ObjectKind::kOther; }
+ObjectKind kindOf(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return ObjectKind::kDirectory;
+  return S_ISLNK(st.st_mode) ? ObjectKind::kSymlink : ObjectKind::kOther;
+}
 
 std::string selfFd(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
@@ -439,7 +442,7 @@ Resolution BrokeredCallHandler::hostPlace(std::size_t tree, const std::string& t
   if (!p.parent) return notBrokered();  // changed under us: the kernel decides, in the child's view
   p.name = target.substr(cut + 1);
   if (::fstatat(p.parent.get(), p.name.c_str(), &p.st, AT_SYMLINK_NOFOLLOW) == 0) {
-    p.kind = S_ISLNK(p.st.st_mode) ? ObjectKind::kOther : kindOf(p.st);
+    p.kind = kindOf(p.st);
   } else if (errno != ENOENT) {
     return errorOf(errno);
   }
@@ -870,7 +873,7 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (target.empty()) return error(ENOENT);
   if (p.trailingSlash) return cont();  // the kernel's ENOENT
-  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kOther}}, "symlink", *name.path, target))
+  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kSymlink}}, "symlink", *name.path, target))
     return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::symlinkat(target.c_str(), p.parent.get(), p.name.c_str()));
@@ -912,9 +915,10 @@ WriteBroker::Answer BrokeredCallHandler::link() {
     auto name = nameOf(object.get());
     if (st.st_nlink > 0 && name) {
       sourcePath = b_.workspace_.hostPath(*name);
-      effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
+      effects.push_back({Effect::kLinkSource, sourcePath, kindOf(st)});
     }
-    effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
+    // A link to a symlink (an O_PATH|O_NOFOLLOW descriptor's) is one too.
+    effects.push_back({Effect::kCreate, dst.path, kindOf(st)});
   } else {
     Resolution source = resolve(*from);
     if (source.found != Found::kPlace) {
@@ -926,8 +930,8 @@ WriteBroker::Answer BrokeredCallHandler::link() {
     object = source.place.object();
     if (!object) return error(errno);
     sourcePath = source.place.path;
-    effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
-    effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
+    effects.push_back({Effect::kLinkSource, sourcePath, source.place.kind});
+    effects.push_back({Effect::kCreate, dst.path, source.place.kind});
   }
   if (dst.exists() || dst.isRoot()) return error(EEXIST);
   if (dst.trailingSlash) return cont();  // the kernel's ENOENT

@@ -269,6 +269,37 @@ TEST_F(WriteBrokerTest, LinksSymlinksAndUnnamedFilesCannotReachAProtectedName) {
   EXPECT_EQ(slurp(ws + "/named"), "probe\n");
 }
 
+// A symlink at a name whose contents a rule protects (.claude for
+// .claude/settings.json, .config for .config/git, a directory above a
+// denyWrite path) sends the host's next look there to what the program wrote
+// elsewhere: refused when made, moved or linked there, as a directory moved
+// there is.
+TEST_F(WriteBrokerTest, ASymlinkCannotStandWhereAProtectedNameLeads) {
+  policy["filesystem"]["denyWrite"] = {ws + "/future/secret.txt"};
+  auto claude = inside("mkdir cl && $P create cl/settings.json && $P symlink cl .claude");
+  EXPECT_TRUE(refused(claude, "EACCES")) << claude.out << claude.err;
+  EXPECT_TRUE(exists(ws + "/cl/settings.json")) << "the steps before the attack ran";
+  EXPECT_FALSE(exists(ws + "/.claude"));
+  for (const char* name : {".config", ".docker", ".git/modules", "sub/.git/worktrees", "future"}) {
+    auto r = inside(std::string("mkdir -p sub/.git && $P symlink cl ") + name);
+    EXPECT_TRUE(refused(r, "EACCES")) << name << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + name)) << name;
+  }
+  auto moved = inside("$P symlink cl plain-link && $P rename plain-link .kube");
+  EXPECT_TRUE(refused(moved, "EACCES")) << moved.out << moved.err;
+  EXPECT_FALSE(exists(ws + "/.kube"));
+  // A second name for the symlink is a symlink too.
+  auto linked = inside("$P link plain-link .aws");
+  EXPECT_TRUE(refused(linked, "EACCES")) << linked.out << linked.err;
+  EXPECT_FALSE(exists(ws + "/.aws"));
+  // The neighbours: symlinks at ordinary names, and beside the protected
+  // ones inside a real .claude.
+  auto ok = inside("$P symlink cl cl-link && $P rename cl-link cl-link2 && $P link plain-link plain-link2 && "
+                   "mkdir .claude && $P symlink ../cl .claude/notes && $P write cl-link2/more.json");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_TRUE(exists(ws + "/cl/more.json"));
+}
+
 TEST_F(WriteBrokerTest, WhatAProtectedFileDoesCannotBeChangedThroughItsMetadata) {
   const std::string hook = ws + "/.git/hooks/pre-commit";
   struct stat before;

@@ -272,6 +272,20 @@ Verdict commondirBesideHead(const Context& c) {
   return refused(writeFile(dir + "/commondir", "../common\n") ? 0 : -1, {EACCES}, "write ws/b/commondir");
 }
 
+// A symlink where a protected name leads: the host's next look at
+// .claude/settings.json would read the one the program wrote elsewhere.
+Verdict symlinkedClaudeDir(const Context& c) {
+  if (auto n = neighbour(::mkdir((c.ws + "/cl").c_str(), 0755) == 0 &&
+                             writeFile(c.ws + "/cl/settings.json", "{\"hooks\": {}}\n") &&
+                             ::symlink("cl", (c.ws + "/cl-link").c_str()) == 0,
+                         "make ws/cl/settings.json and a symlink ws/cl-link -> cl"))
+    return *n;
+  Verdict v = refused(::symlink("cl", (c.ws + "/.claude").c_str()), {EACCES}, "symlink ws/.claude -> cl");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(::rename((c.ws + "/cl-link").c_str(), (c.ws + "/.claude").c_str()), {EACCES},
+                 "rename the symlink ws/cl-link to ws/.claude");
+}
+
 const bool registered = registerCases({
     {"filesystem-reads", "direct-read", "open a read-denied credentials file", "sandbox-runtime denyRead semantics", directRead},
     {"filesystem-reads", "proc-self-root", "read the secret through /proc/self/root", "magic links of /proc (runc CVE-2019-5736 family)", procSelfRoot},
@@ -305,6 +319,8 @@ const bool registered = registerCases({
     {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
     {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
      "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
+    {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",
+     "CVE-2026-25725 class, through a symlink", symlinkedClaudeDir},
     {"protected-names", "commondir-beside-head", "a commondir beside HEAD sends git to an unprotected config",
      "git's commondir (linked worktrees)", commondirBesideHead},
 });

@@ -236,6 +236,28 @@ TEST_F(WriteDecisionTest, AGitDirectoryMadeWithoutDirectoriesOrThroughACommondir
             Action::kPerform);
 }
 
+// A symlink arriving where a protected name leads redirects it, like a
+// directory moved there; any other object there is only itself.
+TEST_F(WriteDecisionTest, ASymlinkIsRefusedWhereAProtectedNameLeads) {
+  for (const char* name : {"/.claude", "/.config", "/.git/modules", "/.git/modules/a", "/sub/.git/worktrees"}) {
+    const std::string path = ws + name;
+    expectRefused(decide({{Effect::kCreate, path, ObjectKind::kSymlink}}), EACCES, "protected name");
+    expectRefused(decide({{Effect::kMoveOut, ws + "/l", ObjectKind::kSymlink}, {Effect::kMoveIn, path, ObjectKind::kSymlink}}),
+                  EACCES, "protected name");
+    EXPECT_EQ(decide({{Effect::kCreate, path, ObjectKind::kOther}}).action, Action::kPerform) << name;
+  }
+  // Moving a symlink away from there leaves the name unprotected by nothing.
+  EXPECT_EQ(decide({{Effect::kMoveOut, ws + "/.claude", ObjectKind::kSymlink},
+                    {Effect::kMoveIn, ws + "/claude-link", ObjectKind::kSymlink}})
+                .action,
+            Action::kPerform);
+  EXPECT_EQ(decide({{Effect::kCreate, ws + "/.claude/notes", ObjectKind::kSymlink}}).action, Action::kPerform);
+  EXPECT_EQ(decide({{Effect::kCreate, ws + "/claude", ObjectKind::kSymlink}}).action, Action::kPerform);
+  // Above a denyWrite path too.
+  expectRefused(decide({{Effect::kCreate, ws + "/box", ObjectKind::kSymlink}}), EACCES, "filesystem.denyWrite");
+  EXPECT_EQ(decide({{Effect::kCreate, ws + "/box", ObjectKind::kOther}}).action, Action::kPerform);
+}
+
 TEST_F(WriteDecisionTest, SetIdModeBitsAreRefused) {
   expectRefused(decide({{Effect::kModify, ws + "/tool", ObjectKind::kOther}}, S_ISUID | 0755), EPERM, "setuid");
   expectRefused(decide({{Effect::kCreate, ws + "/tool", ObjectKind::kOther}}, S_ISGID | 0755), EPERM, "setuid");
