@@ -139,6 +139,13 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
   if (mask)
     return refuse(EROFS, "filesystem.denyRead " + quote(*mask), "read-denied paths are read-only masks in the sandbox",
                   e.path);
+  // A directory above a mask moved away takes the read-denied object out
+  // from under its rule: by its new name the broker would open it for the
+  // child, to read as well as write. A symlink there would redirect the name.
+  if (changesWhatIsBeneath(e))
+    if (const auto* d = strictlyBeneath(readOnlyInView_, e.path))
+      return refuse(EACCES, "filesystem.denyRead " + quote(*d),
+                    beneathChange(e) + " the read-denied " + quote(*d) + " out from under its mask", e.path);
   for (const auto* list : {&denyWrite_, &mandatoryDenyWrite_}) {
     const char* field = list == &denyWrite_ ? "filesystem.denyWrite " : "filesystem.mandatoryDenyWrite ";
     const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it: a core.hooksPath, or a file it includes";

@@ -112,8 +112,9 @@ int holdUntilFailure(const char* what, const std::string& dir, Open open) {
   return 0;
 }
 
-int cat(const char* path) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+// `flags`: O_RDONLY, or O_RDWR (a write-shaped open, brokered in a writable tree).
+int cat(const char* path, int flags = O_RDONLY) {
+  int fd = ::open(path, flags | O_CLOEXEC);
   if (fd < 0) return result(-1, "open");
   char buf[4096];
   ssize_t n;
@@ -276,6 +277,7 @@ int runOp(int argc, char** argv) {
   std::string_view op = argv[1];
   auto arg = [&](int i) -> const char* { return i < argc ? argv[i] : ""; };
   if (op == "cat") return cat(arg(2));
+  if (op == "cat-rdwr") return cat(arg(2), O_RDWR);  // cat-rdwr PATH: read through an O_RDWR descriptor
   if (op == "ls") return list(arg(2));
   if (op == "write") return write(arg(2));
   if (op == "write-text") {  // write-text PATH TEXT: an existing file, no O_CREAT/O_TRUNC (cgroup files)

@@ -378,6 +378,32 @@ TEST_F(WriteBrokerTest, ADenyWritePathThatDoesNotExistYetHolds) {
   EXPECT_EQ(r.err.find("does not exist"), std::string::npos) << "no degradation is reported any more: " << r.err;
 }
 
+// A read-denied directory inside the workspace is a mask in the sandbox's
+// view; moving a directory above it (or exchanging it) would give the
+// secret a name no rule covers, which the broker would then open for the
+// child -- O_RDWR reads it.
+TEST_F(WriteBrokerTest, AReadDeniedPathCannotBeMovedOutFromUnderItsMask) {
+  file(ws + "/a/secret/key", "TOPSECRET\n");
+  policy["filesystem"]["denyRead"] = {ws + "/a/secret"};
+  const std::pair<const char*, const char*> moves[] = {
+      {"$P rename a b", "b"}, {"mkdir -p c && $P rename2 a c exchange", "c"}, {"$P symlink a/secret s2 && $P rename s2 a", "a"}};
+  for (const auto& [step, to] : moves) {
+    auto r = inside(std::string("$P cat-rdwr a/notes; $P mkdir a/mine && ") + step + " ; $P cat-rdwr " + to +
+                    "/secret/key");
+    EXPECT_TRUE(exists(ws + "/a/mine")) << "the step before the attack ran: " << r.out << r.err;
+    EXPECT_EQ(r.out.find("TOPSECRET"), std::string::npos) << step << ": " << r.out;
+    EXPECT_NE(r.out.find("errno=EACCES"), std::string::npos) << step << ": " << r.out << r.err;
+    EXPECT_EQ(slurp(ws + "/a/secret/key"), "TOPSECRET\n") << step;
+    std::filesystem::remove(ws + "/a/mine");
+  }
+  // The neighbours: an O_RDWR read beside the mask, and directories beside
+  // it, or elsewhere, moved.
+  file(ws + "/a/notes", "NOTES\n");
+  auto ok = inside("mkdir -p a/x d && $P rename a/x a/y && $P rename d e && $P cat-rdwr a/notes");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("NOTES"), std::string::npos) << ok.out;
+}
+
 TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
   auto listing = [](const std::string& dir) {
     std::set<std::string> names;

@@ -19,10 +19,11 @@ class WriteDecisionTest : public ::testing::Test {
   void SetUp() override {
     ws = t_.dir("ws");
     other = t_.dir("other");
+    t_.dir("ws/deep/secret");
     auto derived = derive(SandboxPolicy::fromJson(R"({"filesystem":{
         "allowWrite": [".", "../other", "/tmp", "./nested"],
         "denyWrite": ["./box/locked", "./.env"],
-        "denyRead": ["./secret"],
+        "denyRead": ["./secret", "./deep/secret"],
         "allowRead": []}})"),
                           DeriveContext{.home = t_ / "home", .cwd = ws, .tmpdir = std::nullopt});
     ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived)) << std::get<PolicyError>(derived).text();
@@ -256,6 +257,22 @@ TEST_F(WriteDecisionTest, ASymlinkIsRefusedWhereAProtectedNameLeads) {
   // Above a denyWrite path too.
   expectRefused(decide({{Effect::kCreate, ws + "/box", ObjectKind::kSymlink}}), EACCES, "filesystem.denyWrite");
   EXPECT_EQ(decide({{Effect::kCreate, ws + "/box", ObjectKind::kOther}}).action, Action::kPerform);
+}
+
+// Moving a directory above a read mask would take the masked object out from
+// under its rule (and the broker would open it by its new name).
+TEST_F(WriteDecisionTest, ADirectoryAboveAReadMaskStaysWhereItIs) {
+  expectRefused(rename(ws + "/deep", ws + "/shallow", ObjectKind::kDirectory), EACCES, "filesystem.denyRead");
+  expectRefused(decide({{Effect::kMoveOut, ws + "/deep", ObjectKind::kDirectory},
+                        {Effect::kMoveIn, ws + "/x", ObjectKind::kDirectory},
+                        {Effect::kMoveOut, ws + "/x", ObjectKind::kDirectory},
+                        {Effect::kMoveIn, ws + "/deep", ObjectKind::kDirectory}}),
+                EACCES, "filesystem.denyRead");
+  expectRefused(rename(ws + "/mine", ws + "/deep", ObjectKind::kDirectory), EACCES, "filesystem.denyRead");
+  // The neighbours: a file renamed beside the mask, a directory elsewhere.
+  EXPECT_EQ(rename(ws + "/deep/a", ws + "/deep/b", ObjectKind::kOther).action, Action::kPerform);
+  EXPECT_EQ(rename(ws + "/deep/d", ws + "/deep/e", ObjectKind::kDirectory).action, Action::kPerform);
+  EXPECT_EQ(rename(ws + "/shallow", ws + "/shallow2", ObjectKind::kDirectory).action, Action::kPerform);
 }
 
 TEST_F(WriteDecisionTest, SetIdModeBitsAreRefused) {
