@@ -792,12 +792,17 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
       // O_RDONLY|O_CREAT of an existing file reads it: the child's own view can.
       return cont();
     }
+    // The child's view of every tree is mounted nodev: a device node there
+    // (one the host made: an extracted root filesystem's /dev) opens for no
+    // one, as the kernel answers it. Opened on the broker's mount of the
+    // tree, it would be the device itself -- a disk, /dev/kmsg, a tty.
+    if (S_ISCHR(p.st.st_mode) || S_ISBLK(p.st.st_mode)) return error(EACCES);
     effects.push_back({Effect::kModify, p.path, p.kind});
     operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
   }
   if (auto refused = unlessPerformed(effects, operation, name->path.value_or(""), "", setMode)) return std::move(*refused);
 
-  // A FIFO or device must not block the supervisor: opened non-blocking,
+  // A FIFO must not block the supervisor: opened non-blocking,
   // then given back blocking as asked (the open file is the same).
   const bool special = p.exists() && !S_ISREG(p.st.st_mode) && !S_ISDIR(p.st.st_mode) && !S_ISLNK(p.st.st_mode);
   int ours = static_cast<int>((flags & ~static_cast<std::uint64_t>(O_CLOEXEC)) | O_CLOEXEC | O_NOFOLLOW);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -402,6 +403,25 @@ TEST_F(WriteBrokerTest, AReadDeniedPathCannotBeMovedOutFromUnderItsMask) {
   auto ok = inside("mkdir -p a/x d && $P rename a/x a/y && $P rename d e && $P cat-rdwr a/notes");
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("NOTES"), std::string::npos) << ok.out;
+}
+
+// The child's view of a tree is mounted nodev; the broker's own mount of it
+// is not. A device node the host made there (an extracted root filesystem's
+// /dev) must open for the child as the view says -- EACCES -- never as the
+// device (a disk, /dev/kmsg, a tty).
+TEST_F(WriteBrokerTest, ADeviceNodeInATreeOpensForNoOne) {
+  if (::mknod((ws + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0 ||
+      ::mknod((ws + "/zero").c_str(), S_IFCHR | 0666, makedev(1, 5)) != 0)
+    GTEST_SKIP() << "making a device node in the workspace needs CAP_MKNOD on the host: " << strerrorname_np(errno);
+  auto write = inside("$P write-text README ok && $P write-text null x");
+  EXPECT_TRUE(refused(write, "EACCES")) << write.out << write.err;
+  EXPECT_EQ(slurp(ws + "/README").substr(0, 2), "ok") << "the allowed write before the attack ran";
+  for (const char* op : {"cat-rdwr", "cat"}) {
+    auto r = probe({op, ws + "/zero"});
+    EXPECT_TRUE(refused(r, "EACCES")) << op << ": " << r.out << r.err;
+  }
+  auto truncated = inside("$P create fresh && $P write null");
+  EXPECT_TRUE(refused(truncated, "EACCES")) << truncated.out << truncated.err;
 }
 
 TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
