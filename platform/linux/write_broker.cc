@@ -268,8 +268,14 @@ class BrokeredCallHandler {
   Resolution hostPlace(std::size_t tree, const std::string& target) const;
 
   // The decision, with what the broker finds in the directories it depends on.
-  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt) const;
-  policy::GitDirContents gitDirContents(const std::string& dir) const;
+  // `places`: the names the call acts on, their parents pinned. A directory
+  // whose contents the decision asks about is looked at through them (the
+  // parent itself, or its ancestors by ".."): the directory the call will
+  // change, even if another sandbox on the same tree renames it meanwhile.
+  using Places = std::initializer_list<const Place*>;
+  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt,
+                      Places places = {}) const;
+  policy::GitDirContents gitDirContents(const std::string& dir, Places places) const;
 
   // --- answers -------------------------------------------------------------
   static Answer cont() { return Answer{Answer::Kind::kContinue}; }
@@ -305,7 +311,7 @@ class BrokeredCallHandler {
   // audited as `operation` on the names the child gave.
   std::optional<Answer> unlessPerformed(const std::vector<WriteEffect>& effects, const std::string& operation,
                                         const std::string& given, const std::string& given2 = "",
-                                        std::optional<std::uint32_t> mode = std::nullopt) const;
+                                        std::optional<std::uint32_t> mode = std::nullopt, Places places = {}) const;
 
   Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
   // openat2()'s resolve restrictions: the walk to the parent done as the
@@ -587,15 +593,30 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
   return place(collapsed, last, trailingSlash, name.follow, 0);
 }
 
-policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir) const {
+policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir, Places places) const {
   policy::GitDirContents c;
   auto tree = b_.rules_.treeOf(dir);
   if (!tree || b_.treeFds_[*tree].get() < 0) return c;
-  const int treeFd = b_.treeFds_[*tree].get();
-  std::string rel(relativeTo(dir, b_.trees()[*tree]));
-  UniqueFd held(rel.empty() ? ::fcntl(treeFd, F_DUPFD_CLOEXEC, 0)
-                            : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  UniqueFd held;
+  // Through a pinned parent: the directory itself, or the ancestor as many
+  // ".." above it as the names say.
+  for (const Place* p : places) {
+    if (!p || !p->parent || p->tree != *tree) continue;
+    const std::size_t cut = p->path.size() - p->name.size() - 1;
+    const std::string parent = cut == 0 ? "/" : p->path.substr(0, cut);
+    if (!policy::isWithin(parent, dir)) continue;
+    std::string up = ".";
+    for (std::size_t n = policy::pathComponents(relativeTo(parent, dir)).size(); n > 0; --n) up += "/..";
+    held.reset(::openat(p->parent.get(), up.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    break;
+  }
+  if (!held) {
+    const int treeFd = b_.treeFds_[*tree].get();
+    std::string rel(relativeTo(dir, b_.trees()[*tree]));
+    held.reset(rel.empty() ? ::fcntl(treeFd, F_DUPFD_CLOEXEC, 0)
+                           : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  }
   if (!held) return c;
   // Any kind of entry counts (GitDirContents): git follows a symlink at
   // objects or refs, and takes an executable file there.
@@ -612,10 +633,10 @@ policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& di
   return c;
 }
 
-WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects,
-                                         std::optional<std::uint32_t> mode) const {
+WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode,
+                                         Places places) const {
   std::map<std::string, policy::GitDirContents> contents;
-  for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir));
+  for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir, places));
   WriteVerdict v = b_.rules_.decide(effects, mode, contents);
   if (v.action == WriteVerdict::Action::kRefuse && mutation::disabled(mutation::Layer::kWriteBroker)) {
     // scripts/mutate: the broker performs what the rules refuse.
@@ -664,8 +685,9 @@ std::optional<WriteBroker::Answer> BrokeredCallHandler::unlessPerformed(const st
                                                                         const std::string& operation,
                                                                         const std::string& given,
                                                                         const std::string& given2,
-                                                                        std::optional<std::uint32_t> mode) const {
-  const WriteVerdict v = decide(effects, mode);
+                                                                        std::optional<std::uint32_t> mode,
+                                                                        Places places) const {
+  const WriteVerdict v = decide(effects, mode, places);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, operation, given, given2);
   return std::nullopt;
@@ -800,7 +822,8 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     effects.push_back({Effect::kModify, p.path, p.kind});
     operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
   }
-  if (auto refused = unlessPerformed(effects, operation, name->path.value_or(""), "", setMode)) return std::move(*refused);
+  if (auto refused = unlessPerformed(effects, operation, name->path.value_or(""), "", setMode, {&p}))
+    return std::move(*refused);
 
   // A FIFO must not block the supervisor: opened non-blocking,
   // then given back blocking as asked (the open file is the same).
@@ -857,7 +880,7 @@ WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
   const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
   if (auto refused = unlessPerformed({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
                                      directory ? "mkdir" : "mknod", *name.path, "",
-                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode)))
+                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode), {&p}))
     return std::move(*refused);
   ActingAsChild as(childUmask());
   if (directory) return result(::mkdirat(p.parent.get(), p.name.c_str(), mode));
@@ -878,7 +901,8 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (target.empty()) return error(ENOENT);
   if (p.trailingSlash) return cont();  // the kernel's ENOENT
-  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kSymlink}}, "symlink", *name.path, target))
+  if (auto refused =
+          unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kSymlink}}, "symlink", *name.path, target, {}, {&p}))
     return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::symlinkat(target.c_str(), p.parent.get(), p.name.c_str()));
@@ -940,7 +964,8 @@ WriteBroker::Answer BrokeredCallHandler::link() {
   }
   if (dst.exists() || dst.isRoot()) return error(EEXIST);
   if (dst.trailingSlash) return cont();  // the kernel's ENOENT
-  if (auto refused = unlessPerformed(effects, "link", from->path.value_or(sourcePath), *to->path)) return std::move(*refused);
+  if (auto refused = unlessPerformed(effects, "link", from->path.value_or(sourcePath), *to->path, {}, {&dst}))
+    return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::linkat(AT_FDCWD, selfFd(object.get()).c_str(), dst.parent.get(), dst.name.c_str(), AT_SYMLINK_FOLLOW));
 }
@@ -971,7 +996,8 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
     effects.push_back({Effect::kRemove, dst.path, dst.kind});
   }
   if (auto refused =
-          unlessPerformed(effects, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path))
+          unlessPerformed(effects, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path,
+                          {}, {&src, &dst}))
     return std::move(*refused);
   if (src.isRoot() || dst.isRoot()) return error(EBUSY);
   ActingAsChild as(std::nullopt);
@@ -986,7 +1012,8 @@ WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
   auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  if (auto refused = unlessPerformed({{Effect::kRemove, p.path, p.kind}}, directory ? "rmdir" : "unlink", *name.path))
+  if (auto refused =
+          unlessPerformed({{Effect::kRemove, p.path, p.kind}}, directory ? "rmdir" : "unlink", *name.path, "", {}, {&p}))
     return std::move(*refused);
   if (p.isRoot()) return error(EBUSY);
   ActingAsChild as(std::nullopt);
@@ -1003,7 +1030,8 @@ WriteBroker::Answer BrokeredCallHandler::truncate() {
   if (p.kind == ObjectKind::kDirectory) return error(EISDIR);
   if (!S_ISREG(p.st.st_mode)) return error(EINVAL);
   if (length < 0) return error(EINVAL);
-  if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, "truncate", *name.path)) return std::move(*refused);
+  if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, "truncate", *name.path, "", {}, {&p}))
+    return std::move(*refused);
   // The program's RLIMIT_FSIZE, which the broker does not run under.
   if (b_.fileSizeLimit() && static_cast<std::uint64_t>(length) > b_.fileSizeLimit()) return error(EFBIG);
   ActingAsChild as(std::nullopt);
@@ -1100,7 +1128,7 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
   if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, brokeredKindName(kind),
-                                     name->path.value_or(""), "", mode))
+                                     name->path.value_or(""), "", mode, {&p}))
     return std::move(*refused);
 
   ActingAsChild as(std::nullopt);
@@ -1137,7 +1165,7 @@ WriteBroker::Answer BrokeredCallHandler::access() {
   if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
   Place& p = std::get<Named>(named).resolution.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}}, std::nullopt, {&p});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   // A question, not a write: answered as the write would be, not audited.
   if (v.action != WriteVerdict::Action::kPerform) return error(v.action == WriteVerdict::Action::kRefuse ? v.error : EACCES);

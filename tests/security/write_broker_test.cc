@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -514,6 +515,29 @@ TEST_F(WriteBrokerTest, RacingThreadsNeverWriteAProtectedName) {
   EXPECT_TRUE(exists(ws + "/race/allowed"));
   EXPECT_FALSE(exists(ws + "/race/.bashrc"));
   EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+}
+
+// Two sandboxes on one workspace (each with its own broker): one swaps a
+// git-shaped directory (HEAD, objects, refs) with an ordinary one while the
+// other creates a config in each. What the decision asks of a directory's
+// contents must be asked of the directory the call then writes in, not of
+// whatever bears its name a moment later.
+TEST_F(WriteBrokerTest, TwoSandboxesOnOneTreeCannotRaceAConfigIntoAGitDirectory) {
+  file(ws + "/bare/HEAD", "ref: refs/heads/main\n");
+  std::filesystem::create_directories(ws + "/bare/objects");
+  std::filesystem::create_directories(ws + "/bare/refs");
+  std::filesystem::create_directories(ws + "/plain");
+  auto swapper = std::async(std::launch::async, [&] { return probe({"exchange-loop", ws + "/bare", ws + "/plain", "3"}); });
+  auto writer = probe({"config-race", ws + "/bare", ws + "/plain", "3"});
+  auto swapped = swapper.get();
+  EXPECT_EQ(writer.exitCode, 0) << writer.out << writer.err;
+  ASSERT_NE(writer.out.find("created="), std::string::npos) << writer.out << writer.err;
+  EXPECT_GT(std::stol(writer.out.substr(writer.out.find("created=") + 8)), 10)
+      << "the creates in the ordinary directory must have worked";
+  ASSERT_NE(swapped.out.find("swaps="), std::string::npos) << swapped.out << swapped.err;
+  EXPECT_GT(std::stol(swapped.out.substr(swapped.out.find("swaps=") + 6)), 10) << "the swaps must have run";
+  for (const char* dir : {"/bare", "/plain"})
+    EXPECT_FALSE(exists(ws + dir + "/HEAD") && exists(ws + dir + "/config")) << dir << " is a git directory with a config";
 }
 
 // Processes whose executable is `path`.
