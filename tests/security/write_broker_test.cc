@@ -64,7 +64,8 @@ TEST_F(WriteBrokerTest, ProtectedNamesMadeDuringTheRunAreRefusedAtAnyDepth) {
   const Case cases[] = {{"a/b", ".bashrc"},           {"a/b", ".zshenv"},          {"deep/er", ".envrc"},
                         {"p", ".npmrc"},              {"p", ".gitmodules"},        {"p", ".mcp.json"},
                         {"p/.claude", "settings.json"}, {"p/.claude", "commands"}, {"p", ".vscode"},
-                        {"p", ".husky"},              {"p", ".pre-commit-config.yaml"}, {"p", ".devcontainer"}};
+                        {"p", ".husky"},              {"p", ".pre-commit-config.yaml"}, {"p", ".devcontainer"},
+                        {"r/.hg", "hgrc"},            {"r/.hg", "sharedpath"},     {"p", ".helix"}};
   for (const auto& c : cases) {
     const std::string dir = ws + "/" + c.dir;
     auto r = inside(std::string("mkdir -p ") + c.dir + " && $P create " + c.dir + "/" + c.name);
