@@ -264,6 +264,10 @@ class BrokeredCallHandler {
   bool issuedByBroker(int fd) const;
   Resolution place(std::string_view parentPath, std::string_view last, bool trailingSlash, bool follow,
                    int depth) const;
+  // The rest of a walk that met a symlink whose text is `next`, in the
+  // directory `linkParent` (the child's view).
+  Resolution followLink(std::string next, std::string_view linkParent, bool trailingSlash, bool follow,
+                        int depth) const;
   // `target`: absolute and lexically normal, in tree `tree`.
   Resolution hostPlace(std::size_t tree, const std::string& target) const;
 
@@ -479,7 +483,17 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     if (!real) return notBrokered();
     std::string target = join(b_.workspace_.hostPath(*real), last);
     auto tree = b_.rules_.treeOf(target);
-    if (!tree) return notBrokered();
+    if (!tree) {
+      // A symlink outside every tree (in the private /tmp) may lead into
+      // one, dangling or not: followed as the call would follow it. (Not in
+      // /proc, whose links are magic: the kernel's.)
+      if (!(follow || trailingSlash) || policy::isWithin(*real, "/proc")) return notBrokered();
+      if (depth >= kMaxSymlinks) return errorOf(ELOOP);
+      char text[PATH_MAX];
+      ssize_t n = ::readlinkat(dir.get(), std::string(last).c_str(), text, sizeof text);
+      if (n <= 0 || static_cast<std::size_t>(n) >= sizeof text) return notBrokered();  // no symlink: the kernel's
+      return followLink(std::string(text, static_cast<std::size_t>(n)), *real, trailingSlash, follow, depth);
+    }
     Resolution r = hostPlace(*tree, target);
     if (r.found != Found::kPlace) return r;
     found = std::move(r);
@@ -490,22 +504,26 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     char target[PATH_MAX];
     ssize_t n = ::readlinkat(p.parent.get(), p.name.c_str(), target, sizeof target);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) return notBrokered();
-    std::string next(target, static_cast<std::size_t>(n));
-    if (next.front() != '/')
-      next = join(b_.workspace_.sandboxPath(std::string_view(p.path).substr(0, p.path.size() - p.name.size() - 1)),
-                  next);
-    std::size_t end = next.find_last_not_of('/');
-    bool slash = trailingSlash || end + 1 != next.size();
-    if (end == std::string::npos) return notBrokered();  // "/": the kernel's
-    next.resize(end + 1);
-    std::size_t cut = next.rfind('/');
-    std::string nextLast = next.substr(cut + 1);
-    if (nextLast == "." || nextLast == "..") return notBrokered();
-    return place(cut == 0 ? "/" : std::string_view(next).substr(0, cut), nextLast, slash, follow, depth + 1);
+    return followLink(std::string(target, static_cast<std::size_t>(n)),
+                      b_.workspace_.sandboxPath(std::string_view(p.path).substr(0, p.path.size() - p.name.size() - 1)),
+                      trailingSlash, follow, depth);
   }
   if (trailingSlash && p.exists() && p.kind != ObjectKind::kDirectory) return errorOf(ENOTDIR);
   p.trailingSlash = trailingSlash;
   return std::move(*found);
+}
+
+Resolution BrokeredCallHandler::followLink(std::string next, std::string_view linkParent, bool trailingSlash,
+                                           bool follow, int depth) const {
+  if (next.front() != '/') next = join(linkParent, next);
+  std::size_t end = next.find_last_not_of('/');
+  bool slash = trailingSlash || end + 1 != next.size();
+  if (end == std::string::npos) return notBrokered();  // "/": the kernel's
+  next.resize(end + 1);
+  std::size_t cut = next.rfind('/');
+  std::string nextLast = next.substr(cut + 1);
+  if (nextLast == "." || nextLast == "..") return notBrokered();
+  return place(cut == 0 ? "/" : std::string_view(next).substr(0, cut), nextLast, slash, follow, depth + 1);
 }
 
 Resolution BrokeredCallHandler::resolveObject(int fd) const {

@@ -303,6 +303,22 @@ TEST_F(WriteBrokerTest, ASymlinkCannotStandWhereAProtectedNameLeads) {
   EXPECT_TRUE(exists(ws + "/cl/more.json"));
 }
 
+// A symlink in the private /tmp that leads into the workspace (dangling or
+// not) is followed as natively -- and a protected name it leads to is still
+// refused.
+TEST_F(WriteBrokerTest, ASymlinkOutsideTheTreeIsFollowedIntoItAsNatively) {
+  auto ok = inside("ln -s " + ws + "/via-tmp /tmp/l && ln -s ../" + ws.substr(1) + "/via-rel /tmp/r && ln -s /tmp/l /tmp/l2 && "
+                   "$P write /tmp/l && $P write /tmp/r && $P write-text /tmp/l2 more");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_EQ(slurp(ws + "/via-tmp"), "moree\n");
+  EXPECT_TRUE(exists(ws + "/via-rel"));
+  auto bashrc = inside("ln -s " + ws + "/sub/.zshrc /tmp/z && mkdir sub && $P write /tmp/z");
+  EXPECT_TRUE(refused(bashrc, "EACCES")) << bashrc.out << bashrc.err;
+  EXPECT_FALSE(exists(ws + "/sub/.zshrc"));
+  auto loop = inside("ln -s /tmp/loop /tmp/loop && $P write /tmp/loop");
+  EXPECT_TRUE(refused(loop, "ELOOP")) << loop.out << loop.err;
+}
+
 TEST_F(WriteBrokerTest, WhatAProtectedFileDoesCannotBeChangedThroughItsMetadata) {
   const std::string hook = ws + "/.git/hooks/pre-commit";
   struct stat before;
