@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "tests/security/redteam/redteam.h"
@@ -286,6 +287,28 @@ Verdict symlinkedClaudeDir(const Context& c) {
                  "rename the symlink ws/cl-link to ws/.claude");
 }
 
+// The repository's config includes a shared file from the working tree (a
+// team.gitconfig many projects ask their developers to include): git reads
+// it as configuration, so core.fsmonitor written there runs at the host's
+// next git status.
+void includedTeamConfigSetup(HostContext& h) {
+  std::ofstream(h.ws + "/.git/config") << "[core]\n\tbare = false\n[include]\n\tpath = ../team.gitconfig\n";
+  std::ofstream(h.ws + "/team.gitconfig") << "[core]\n";
+}
+
+Verdict includedTeamConfig(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/team.gitconfig.example", "[core]\n"), "write ws/team.gitconfig.example"))
+    return *n;
+  return refused(writeFile(c.ws + "/team.gitconfig", "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES},
+                 "write ws/team.gitconfig, which .git/config includes");
+}
+
+std::string includedTeamConfigHost(HostContext& h) {
+  std::ifstream in(h.ws + "/team.gitconfig");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text == "[core]\n" ? std::string() : "ws/team.gitconfig changed: " + text;
+}
+
 const bool registered = registerCases({
     {"filesystem-reads", "direct-read", "open a read-denied credentials file", "sandbox-runtime denyRead semantics", directRead},
     {"filesystem-reads", "proc-self-root", "read the secret through /proc/self/root", "magic links of /proc (runc CVE-2019-5736 family)", procSelfRoot},
@@ -321,6 +344,8 @@ const bool registered = registerCases({
      "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
     {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",
      "CVE-2026-25725 class, through a symlink", symlinkedClaudeDir},
+    {"protected-names", "included-team-config", "write the file .git/config includes (include.path)",
+     "git config include redirection", includedTeamConfig, {}, {}, {}, includedTeamConfigSetup, includedTeamConfigHost},
     {"protected-names", "commondir-beside-head", "a commondir beside HEAD sends git to an unprotected config",
      "git's commondir (linked worktrees)", commondirBesideHead},
 });
