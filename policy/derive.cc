@@ -337,22 +337,33 @@ class Deriver {
     trees.insert(trees.end(), b_.fs.defaultWrite.begin(), b_.fs.defaultWrite.end());
     auto git = policy::gitHooksPaths(ctx_.home, trees);
     for (auto& name : git.names) b_.fs.protectedNames.push_back({std::move(name), false});
-    auto protect = [&](const std::string& path) {
-      auto real = resolver_.resolve(path);
-      for (const std::string& p : {path, real.value_or(path)})
-        if (std::find(b_.fs.mandatoryDenyWrite.begin(), b_.fs.mandatoryDenyWrite.end(), p) ==
-            b_.fs.mandatoryDenyWrite.end())
-          b_.fs.mandatoryDenyWrite.push_back(p);
+    auto inTree = [&](const std::string& p) {
+      return std::any_of(trees.begin(), trees.end(), [&](const std::string& t) { return policy::isWithin(p, t); });
+    };
+    bool treesOnly = false;
+    auto add = [&](const std::string& p) {
+      if (treesOnly && !inTree(p)) return;
+      if (std::find(b_.fs.mandatoryDenyWrite.begin(), b_.fs.mandatoryDenyWrite.end(), p) ==
+          b_.fs.mandatoryDenyWrite.end())
+        b_.fs.mandatoryDenyWrite.push_back(p);
+    };
+    // `path`, unless it is protected by name already, what it resolves to,
+    // and every symlink on the way there.
+    auto protect = [&](const std::string& path, bool named = false) {
+      std::vector<std::string> links;
+      auto real = resolver_.resolve(path, &links);
+      if (!named) add(path);
+      add(real.value_or(path));
+      for (const auto& link : links)
+        if (link != path) add(link);
     };
     for (const auto& path : git.paths) protect(path);
-    for (const auto& path : git.included) {
-      auto real = resolver_.resolve(path);
-      for (const auto& tree : trees)
-        if (policy::isWithin(path, tree) || (real && policy::isWithin(*real, tree))) {
-          protect(path);
-          break;
-        }
-    }
+    // What lies in a writable tree, of: a hook or config that is a symlink
+    // (made on the host: the broker refuses to make one there), which leads
+    // to what git runs; an included file.
+    treesOnly = true;
+    for (const auto& link : git.links) protect(link, true);
+    for (const auto& path : git.included) protect(path);
   }
 
   const SandboxPolicy& policy_;

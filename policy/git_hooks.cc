@@ -1,5 +1,6 @@
 #include "policy/git_hooks.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -131,6 +132,25 @@ std::string gitfileTarget(const std::string& gitfile) {
   return value.front() == '/' ? lexicallyNormal(value) : lexicallyNormal(dirOf(gitfile) + "/" + value);
 }
 
+bool isSymlink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// The symlinks among a git directory's hooks and config (bounded: the hooks
+// directory holds a few dozen entries at most).
+void addLinks(const std::string& gitdir, std::vector<std::string>& out) {
+  constexpr std::size_t kMaxHooks = 256;
+  for (const std::string& p : {gitdir + "/hooks", gitdir + "/config"})
+    if (isSymlink(p)) out.push_back(lexicallyNormal(p));
+  DIR* d = ::opendir((gitdir + "/hooks").c_str());
+  std::size_t seen = 0;
+  while (const dirent* e = d && seen++ < kMaxHooks ? ::readdir(d) : nullptr)
+    if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN)
+      if (const std::string p = gitdir + "/hooks/" + e->d_name; isSymlink(p)) out.push_back(lexicallyNormal(p));
+  if (d) ::closedir(d);
+}
+
 }  // namespace
 
 std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes) {
@@ -259,13 +279,14 @@ GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::stri
           common.erase(common.find_last_not_of(" \t\r\n") + 1);
           if (!common.empty())
             reader.read((common.front() == '/' ? common : gitdir + "/" + common) + "/config", dir);
+          addLinks(common.empty() ? gitdir : common.front() == '/' ? common : gitdir + "/" + common, out.links);
         }
         break;
       }
       if (dir == "/") break;
     }
   }
-  for (auto* list : {&out.paths, &out.names, &out.included}) {
+  for (auto* list : {&out.paths, &out.names, &out.included, &out.links}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }

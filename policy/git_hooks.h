@@ -33,6 +33,10 @@ struct GitHooksPaths {
   // (absolute, lexically normal, whether or not it exists): git reads it as
   // configuration, so a writable one is as good as the config itself.
   std::vector<std::string> included;
+  // The symlinks among the hooks and config of the repository that holds a
+  // tree (hooks itself, each entry of it, config): what they lead to is
+  // what git runs or reads, though only the link has a protected name.
+  std::vector<std::string> links;
 };
 
 // `home`: $HOME ("": no user config). `trees`: absolute writable trees.

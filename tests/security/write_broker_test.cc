@@ -152,6 +152,25 @@ TEST_F(WriteBrokerTest, AFileTheRepositorysConfigIncludesIsProtected) {
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
+// A hook the host made as a symlink into the working tree (a common way to
+// share hooks) runs what it leads to: that file is protected, whether or not
+// it exists yet.
+TEST_F(WriteBrokerTest, WhatALinkedHookLeadsToIsProtected) {
+  file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  file(ws + "/scripts/pre-push", "ORIGINAL\n");
+  ASSERT_EQ(::symlink("../../scripts/pre-push", (ws + "/.git/hooks/pre-push").c_str()), 0);
+  ASSERT_EQ(::symlink("../../scripts/post-merge", (ws + "/.git/hooks/post-merge").c_str()), 0);
+  for (const char* path : {"scripts/pre-push", "scripts/post-merge"}) {
+    auto r = inside(std::string("$P write scripts/other && $P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+    EXPECT_TRUE(exists(ws + "/scripts/other")) << "the allowed write before the attack ran";
+  }
+  EXPECT_EQ(slurp(ws + "/scripts/pre-push"), "ORIGINAL\n");
+  EXPECT_FALSE(exists(ws + "/scripts/post-merge"));
+  auto moved = inside("$P rename scripts scripts2");
+  EXPECT_TRUE(refused(moved, "EACCES")) << moved.out << moved.err;
+}
+
 // A bare repository is a git directory by its contents, under any name.
 TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents) {
   ASSERT_EQ(runProcess({"git", "init", "-q", "--bare", ws + "/mirror.git"}).exitCode, 0);

@@ -361,6 +361,33 @@ TEST_F(DeriveTest, AConfigFileGitIncludesFromAWritableTreeIsProtected) {
   EXPECT_FALSE(has(sub.filesystem().mandatoryDenyWrite, work_ + "/team.gitconfig"));
 }
 
+// A hook (or the hooks directory, or the config) of the repository holding
+// the tree that is a symlink made on the host leads to what git runs: its
+// target is protected, dangling or not, and so is each symlink on the way.
+TEST_F(DeriveTest, WhatTheHoldingRepositorysLinkedHooksLeadToIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config", "[core]\n");
+  t_.dir("work/.git/hooks");
+  t_.file("work/scripts/pre-commit", "#!/bin/sh\n");
+  ASSERT_EQ(::symlink("../../scripts/pre-commit", (work_ + "/.git/hooks/pre-commit").c_str()), 0);
+  ASSERT_EQ(::symlink("../../scripts/not-yet", (work_ + "/.git/hooks/pre-push").c_str()), 0);
+  ASSERT_EQ(::symlink("real-hook", (work_ + "/scripts/chained").c_str()), 0);
+  ASSERT_EQ(::symlink("../../scripts/chained", (work_ + "/.git/hooks/post-merge").c_str()), 0);
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  for (const char* path : {"/scripts/pre-commit", "/scripts/not-yet", "/scripts/chained", "/scripts/real-hook"})
+    EXPECT_FALSE(r.writable(work_ + path)) << path;
+  EXPECT_TRUE(r.writable(work_ + "/scripts/other"));
+  EXPECT_FALSE(has(r.filesystem().mandatoryDenyWrite, work_ + "/.git/hooks/pre-commit"))
+      << "a name the table protects is not added again";
+  // The hooks directory itself a symlink.
+  t_.file("other/.git/HEAD", "ref: refs/heads/main\n");
+  t_.dir("other/githooks");
+  ASSERT_EQ(::symlink("../githooks", (t_ / "other/.git/hooks").c_str()), 0);
+  auto o = deriveOk(R"({"filesystem":{"allowWrite":["../other"]}})");
+  EXPECT_FALSE(o.writable(t_ / "other/githooks/pre-commit"));
+  EXPECT_TRUE(o.writable(t_ / "other/src/main.c"));
+}
+
 TEST_F(DeriveTest, ARelativeHooksPathOfTheUsersConfigIsProtectedAtAnyDepth) {
   t_.file("home/.gitconfig", "[Core]\nHooksPath = ./githooks\n[includeIf \"gitdir:~/x/\"]\n  path = ~/.extra\n");
   t_.file("home/.extra", "[core] hooksPath = ~/shared-hooks\n");
