@@ -95,8 +95,10 @@ class Reader {
   void read(const std::string& path, const std::string& worktree, int depth = 0) {
     if (depth > kMaxIncludeDepth || files_ >= kMaxFiles) return;
     ++files_;
-    std::vector<std::string> includes;
-    for (const auto& value : parseHooksPaths(readConfig(path), &includes)) {
+    std::vector<std::string> includes, programs;
+    std::vector<std::string> values = parseHooksPaths(readConfig(path), &includes, &programs);
+    values.insert(values.end(), programs.begin(), programs.end());  // placed as a hooks path is
+    for (const auto& value : values) {
       if (!value.empty() && value.front() != '/' && value.front() != '~' && worktree.empty()) {
         if (auto name = asNamePattern(value); !name.empty()) out_.names.push_back(name);
       } else if (auto placed = placeValue(value, home_, worktree)) {
@@ -151,9 +153,44 @@ void addLinks(const std::string& gitdir, std::vector<std::string>& out) {
   if (d) ::closedir(d);
 }
 
+// The keys whose value is a command git runs by itself (section, key; the
+// subsection, as in diff.<driver>.textconv, is any).
+constexpr std::pair<std::string_view, std::string_view> kProgramKeys[] = {
+    {"core", "fsmonitor"},      {"core", "sshcommand"},     {"core", "pager"},
+    {"core", "editor"},         {"core", "askpass"},        {"core", "alternaterefscommand"},
+    {"sequence", "editor"},     {"diff", "external"},       {"diff", "textconv"},
+    {"diff", "command"},        {"filter", "clean"},        {"filter", "smudge"},
+    {"filter", "process"},      {"merge", "driver"},        {"credential", "helper"},
+    {"gpg", "program"},         {"difftool", "cmd"},        {"mergetool", "cmd"},
+    {"uploadpack", "packobjectshook"}, {"interactive", "difffilter"},
+};
+
+// The program a command value names by path (its first word, when it has a
+// '/': a bare name is looked up in PATH), or nullopt. An alias runs one only
+// as "!command"; every pager.<command> names one.
+std::optional<std::string> programPath(const std::string& section, const std::string& key, const std::string& value) {
+  std::string_view command = value;
+  if (section == "alias") {
+    if (!command.starts_with("!")) return std::nullopt;
+    command.remove_prefix(1);
+  } else if (section != "pager" && std::find(std::begin(kProgramKeys), std::end(kProgramKeys),
+                                             std::pair<std::string_view, std::string_view>(section, key)) ==
+                                       std::end(kProgramKeys)) {
+    return std::nullopt;
+  }
+  if (section == "credential" && command.starts_with("!")) command.remove_prefix(1);
+  const std::size_t start = command.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return std::nullopt;
+  command.remove_prefix(start);
+  std::string_view word = command.substr(0, command.find_first_of(" \t;|&"));
+  if (word.find('/') == std::string_view::npos) return std::nullopt;
+  return std::string(word);
+}
+
 }  // namespace
 
-std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes) {
+std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes,
+                                         std::vector<std::string>* programs) {
   std::vector<std::string> out;
   std::string section;
   std::size_t i = 0;
@@ -244,6 +281,8 @@ std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std:
       value.resize(kept);
     }
     if (section == "core" && key == "hookspath") out.push_back(value);
+    if (programs)
+      if (auto path = programPath(section, key, value)) programs->push_back(std::move(*path));
     if ((section == "include" || section == "includeif") && key == "path" && includes) includes->push_back(value);
     skipLine();
   }

@@ -1,5 +1,6 @@
-// Where git's configuration sends hooks, and the files it includes: every
-// core.hooksPath in the files git reads it from, and every file they
+// Where git's configuration sends hooks, the programs it has git run by
+// path, and the files it includes: every core.hooksPath in the files git
+// reads it from, every program named by path there, and every file they
 // include, for derive(). A hooks directory named there, or an included file
 // (which can name one, or core.fsmonitor), is as much a way to run code on
 // the host's next git command as .git/hooks, so it is protected like the
@@ -22,8 +23,10 @@
 namespace stockade::policy {
 
 struct GitHooksPaths {
-  // Absolute, lexically normal: absolute values, and relative ones of a
-  // repository's own config (relative to its working tree).
+  // The hooks paths, and the programs git runs by itself that those configs
+  // name by path (parseHooksPaths()). Absolute, lexically normal: absolute
+  // values, and relative ones of a repository's own config (relative to its
+  // working tree).
   std::vector<std::string> paths;
   // Relative values of the user's and the system config: relative to the
   // working tree of whichever repository git runs in, so protected as names
@@ -44,7 +47,11 @@ GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::stri
 
 // Every value of core.hooksPath in one config file's text, includes not
 // followed (for tests and the fuzzer). `includes` receives include paths as
-// written.
-std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes = nullptr);
+// written; `programs` the programs named by path (a first word with a '/')
+// in the keys whose value is a command git runs by itself (core.fsmonitor,
+// core.sshCommand, diff.<driver>.textconv, filter.<driver>.clean, "!" aliases,
+// ...): a script in a writable tree named there runs like a hook.
+std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes = nullptr,
+                                         std::vector<std::string>* programs = nullptr);
 
 }  // namespace stockade::policy

@@ -148,7 +148,7 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
                     beneathChange(e) + " the read-denied " + quote(*d) + " out from under its mask", e.path);
   for (const auto* list : {&denyWrite_, &mandatoryDenyWrite_}) {
     const char* field = list == &denyWrite_ ? "filesystem.denyWrite " : "filesystem.mandatoryDenyWrite ";
-    const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it: a core.hooksPath, or a file it includes";
+    const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it: a core.hooksPath, a program git runs, or a file it includes";
     if (const auto* d = containing(*list, e.path)) return refuse(EACCES, field + quote(*d), why, e.path);
     // A directory moved away, or onto a name, takes the denied paths beneath
     // it along (or puts what the child made where they were); a symlink

@@ -152,6 +152,21 @@ TEST_F(WriteBrokerTest, AFileTheRepositorysConfigIncludesIsProtected) {
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
+// A program the repository's config has git run by itself, named by path
+// in the working tree (core.fsmonitor runs at every git status).
+TEST_F(WriteBrokerTest, AProgramTheRepositorysConfigNamesIsProtected) {
+  file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  file(ws + "/.git/config", "[core]\n\tfsmonitor = tools/fsmonitor.sh\n[diff \"nb\"]\n\ttextconv = ./tools/nb.py\n");
+  file(ws + "/tools/fsmonitor.sh", "ORIGINAL\n");
+  for (const char* path : {"tools/fsmonitor.sh", "tools/nb.py"}) {
+    auto r = inside(std::string("$P write tools/other.sh && $P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+    EXPECT_TRUE(exists(ws + "/tools/other.sh")) << "the allowed write before the attack ran";
+  }
+  EXPECT_EQ(slurp(ws + "/tools/fsmonitor.sh"), "ORIGINAL\n");
+  EXPECT_FALSE(exists(ws + "/tools/nb.py"));
+}
+
 // A hook the host made as a symlink into the working tree (a common way to
 // share hooks) runs what it leads to: that file is protected, whether or not
 // it exists yet.

@@ -388,6 +388,21 @@ TEST_F(DeriveTest, WhatTheHoldingRepositorysLinkedHooksLeadToIsProtected) {
   EXPECT_TRUE(o.writable(t_ / "other/src/main.c"));
 }
 
+// A program git runs by itself (core.fsmonitor at every status, a textconv
+// at every diff) named by path in a writable tree runs like a hook.
+TEST_F(DeriveTest, AProgramTheRepositorysConfigNamesByPathIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config",
+          "[core]\n\tfsmonitor = ./tools/fsmonitor.sh\n\tpager = less -R\n[diff \"nb\"]\n\ttextconv = tools/nb.py --strip\n"
+          "[alias]\n\tup = !./scripts/up.sh --all\n\tst = status\n[credential]\n\thelper = store\n");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  for (const char* path : {"/tools/fsmonitor.sh", "/tools/nb.py", "/scripts/up.sh"})
+    EXPECT_FALSE(r.writable(work_ + path)) << path;
+  EXPECT_TRUE(r.writable(work_ + "/tools/other.sh"));
+  EXPECT_TRUE(r.writable(work_ + "/less"));
+  EXPECT_TRUE(r.writable(work_ + "/status"));
+}
+
 TEST_F(DeriveTest, ARelativeHooksPathOfTheUsersConfigIsProtectedAtAnyDepth) {
   t_.file("home/.gitconfig", "[Core]\nHooksPath = ./githooks\n[includeIf \"gitdir:~/x/\"]\n  path = ~/.extra\n");
   t_.file("home/.extra", "[core] hooksPath = ~/shared-hooks\n");
@@ -420,6 +435,12 @@ TEST(GitConfigTest, HooksPathsAreReadAsGitReadsTheSyntax) {
   std::vector<std::string> includes;
   policy::parseHooksPaths("[include]\npath = a.inc\n[includeIf \"onbranch:x\"]\npath = b.inc\n", &includes);
   EXPECT_EQ(includes, (std::vector<std::string>{"a.inc", "b.inc"}));
+  std::vector<std::string> programs;
+  policy::parseHooksPaths(
+      "[core]\nfsmonitor = true\nsshCommand = \"./bin/ssh -v\"\n[filter \"x\"]\nclean = /opt/c %f\n"
+      "[pager]\nlog = ./p\n[alias]\na = log\nb = \"!sh/run.sh\"\n[other]\ncmd = ./no\n",
+      nullptr, &programs);
+  EXPECT_EQ(programs, (std::vector<std::string>{"./bin/ssh", "/opt/c", "./p", "sh/run.sh"}));
 }
 
 TEST_F(DeriveTest, ReadDecisionsHonourCarveOutsAndMostSpecificRule) {
