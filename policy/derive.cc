@@ -358,10 +358,12 @@ class Deriver {
         if (link != path) add(link);
     };
     for (const auto& path : git.paths) protect(path);
-    // What lies in a writable tree, of: a hook or config that is a symlink
-    // (made on the host: the broker refuses to make one there), which leads
-    // to what git runs; an included file.
+    // What lies in a writable tree, of: a program git runs (one elsewhere,
+    // /usr/bin/less, is not the program's to write anyway); a hook or config
+    // that is a symlink (made on the host: the broker refuses to make one
+    // there), which leads to what git runs; an included file.
     treesOnly = true;
+    for (const auto& path : git.programs) protect(path);
     for (const auto& link : git.links) protect(link, true);
     for (const auto& path : git.included) protect(path);
   }

@@ -96,15 +96,16 @@ class Reader {
     if (depth > kMaxIncludeDepth || files_ >= kMaxFiles) return;
     ++files_;
     std::vector<std::string> includes, programs;
-    std::vector<std::string> values = parseHooksPaths(readConfig(path), &includes, &programs);
-    values.insert(values.end(), programs.begin(), programs.end());  // placed as a hooks path is
-    for (const auto& value : values) {
+    // A program's path is placed as a hooks path is.
+    auto place = [&](const std::string& value, std::vector<std::string>& paths) {
       if (!value.empty() && value.front() != '/' && value.front() != '~' && worktree.empty()) {
         if (auto name = asNamePattern(value); !name.empty()) out_.names.push_back(name);
       } else if (auto placed = placeValue(value, home_, worktree)) {
-        out_.paths.push_back(*placed);
+        paths.push_back(*placed);
       }
-    }
+    };
+    for (const auto& value : parseHooksPaths(readConfig(path), &includes, &programs)) place(value, out_.paths);
+    for (const auto& value : programs) place(value, out_.programs);
     for (const auto& inc : includes)
       if (auto placed = placeValue(inc, home_, dirOf(path))) {
         out_.included.push_back(*placed);
@@ -325,7 +326,7 @@ GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::stri
       if (dir == "/") break;
     }
   }
-  for (auto* list : {&out.paths, &out.names, &out.included, &out.links}) {
+  for (auto* list : {&out.paths, &out.names, &out.programs, &out.included, &out.links}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }

@@ -23,11 +23,13 @@
 namespace stockade::policy {
 
 struct GitHooksPaths {
-  // The hooks paths, and the programs git runs by itself that those configs
-  // name by path (parseHooksPaths()). Absolute, lexically normal: absolute
-  // values, and relative ones of a repository's own config (relative to its
-  // working tree).
+  // Absolute, lexically normal: absolute values, and relative ones of a
+  // repository's own config (relative to its working tree).
   std::vector<std::string> paths;
+  // The same for the programs git runs by itself that those configs name by
+  // path (parseHooksPaths()); their relative values in the user's and the
+  // system config are among `names`.
+  std::vector<std::string> programs;
   // Relative values of the user's and the system config: relative to the
   // working tree of whichever repository git runs in, so protected as names
   // at any depth ("githooks", ".config/hooks").

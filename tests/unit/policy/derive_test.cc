@@ -393,7 +393,8 @@ TEST_F(DeriveTest, WhatTheHoldingRepositorysLinkedHooksLeadToIsProtected) {
 TEST_F(DeriveTest, AProgramTheRepositorysConfigNamesByPathIsProtected) {
   t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
   t_.file("work/.git/config",
-          "[core]\n\tfsmonitor = ./tools/fsmonitor.sh\n\tpager = less -R\n[diff \"nb\"]\n\ttextconv = tools/nb.py --strip\n"
+          "[core]\n\tfsmonitor = ./tools/fsmonitor.sh\n\tpager = less -R\n\teditor = /usr/bin/vi\n"
+          "[diff \"nb\"]\n\ttextconv = tools/nb.py --strip\n"
           "[alias]\n\tup = !./scripts/up.sh --all\n\tst = status\n[credential]\n\thelper = store\n");
   auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
   for (const char* path : {"/tools/fsmonitor.sh", "/tools/nb.py", "/scripts/up.sh"})
@@ -401,6 +402,7 @@ TEST_F(DeriveTest, AProgramTheRepositorysConfigNamesByPathIsProtected) {
   EXPECT_TRUE(r.writable(work_ + "/tools/other.sh"));
   EXPECT_TRUE(r.writable(work_ + "/less"));
   EXPECT_TRUE(r.writable(work_ + "/status"));
+  EXPECT_FALSE(has(r.filesystem().mandatoryDenyWrite, "/usr/bin/vi")) << "a program outside every tree adds no rule";
 }
 
 TEST_F(DeriveTest, ARelativeHooksPathOfTheUsersConfigIsProtectedAtAnyDepth) {
