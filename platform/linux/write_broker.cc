@@ -566,10 +566,21 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
   }
   int fd = -1;
   std::string_view rest;
+  std::optional<std::string> link;
   if (ownDescriptor(abs, fd, rest)) {
-    // The object behind the caller's descriptor, by the name it has now.
+    link = "fd/" + std::to_string(fd);
+  } else {
+    // The caller's own cwd, spelt as the magic link (/proc/self/cwd/...).
+    for (std::string_view prefix : {"/proc/self/cwd", "/proc/thread-self/cwd"})
+      if (std::string_view(abs).starts_with(prefix) && (abs.size() == prefix.size() || abs[prefix.size()] == '/')) {
+        link = "cwd";
+        rest = std::string_view(abs).substr(prefix.size());
+      }
+  }
+  if (link) {
+    // The object behind the caller's descriptor (or cwd), by the name it has now.
     if (rest.empty() && !name.follow) return notBrokered();  // the magic link itself
-    auto held = procLink("fd/" + std::to_string(fd));
+    auto held = procLink(*link);
     if (!held || held->front() != '/' || held->ends_with(" (deleted)")) return notBrokered();
     abs = *held + std::string(rest);
   }

@@ -80,15 +80,17 @@ TEST_F(WriteBrokerTest, ProtectedNamesMadeDuringTheRunAreRefusedAtAnyDepth) {
 // The broker drops `.` components before it decides (tar names each file
 // "./dir/file"): however a protected name is spelt, it is the name decided.
 TEST_F(WriteBrokerTest, AProtectedNameSpeltWithDotsOrSlashesIsRefusedAsItself) {
-  for (const char* spelling : {"./a/./b/./.bashrc", ".//a//b//.bashrc", "a/./b/../b/.bashrc", "./a/b/./.git/./config"}) {
+  for (const char* spelling : {"./a/./b/./.bashrc", ".//a//b//.bashrc", "a/./b/../b/.bashrc", "./a/b/./.git/./config",
+                               "/proc/self/cwd/a/b/.bashrc", "/proc/thread-self/cwd/a/b/../b/.git/config"}) {
     auto r = inside(std::string("mkdir -p a/b/.git && $P create ") + spelling);
     EXPECT_TRUE(refused(r, "EACCES")) << spelling << ": " << r.out << r.err;
   }
   EXPECT_FALSE(exists(ws + "/a/b/.bashrc"));
   EXPECT_FALSE(exists(ws + "/a/b/.git/config"));
-  auto ok = inside("$P create ./a/./b//./neighbour");
+  auto ok = inside("$P create ./a/./b//./neighbour && $P create /proc/self/cwd/a/b/neighbour2");
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
   EXPECT_EQ(slurp(ws + "/a/b/neighbour"), "probe\n");
+  EXPECT_EQ(slurp(ws + "/a/b/neighbour2"), "probe\n") << "the cwd's magic link is followed as natively";
 }
 
 TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
