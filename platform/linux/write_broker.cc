@@ -847,7 +847,15 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     // (one the host made: an extracted root filesystem's /dev) opens for no
     // one, as the kernel answers it. Opened on the broker's mount of the
     // tree, it would be the device itself -- a disk, /dev/kmsg, a tty.
-    if (S_ISCHR(p.st.st_mode) || S_ISBLK(p.st.st_mode)) return error(EACCES);
+    if (S_ISCHR(p.st.st_mode) || S_ISBLK(p.st.st_mode)) {
+      WriteVerdict v;
+      v.action = WriteVerdict::Action::kRefuse;
+      v.error = EACCES;
+      v.rule = "device node in a writable tree";
+      v.reason = "the sandbox's view of a writable tree is mounted nodev";
+      v.path = p.path;
+      return verdictAnswer(v, "open for writing", name->path.value_or(""), "");
+    }
     effects.push_back({Effect::kModify, p.path, p.kind});
     operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
   }

@@ -476,6 +476,13 @@ TEST_F(WriteBrokerTest, ADeviceNodeInATreeOpensForNoOne) {
   }
   auto truncated = inside("$P create fresh && $P write null");
   EXPECT_TRUE(refused(truncated, "EACCES")) << truncated.out << truncated.err;
+  // Audited as a refusal.
+  const std::string audit = root_ + "/audit.jsonl";
+  inside("$P write-text null x", {"--audit", audit});
+  auto denials = auditEvents(audit, "denial");
+  ASSERT_EQ(denials.size(), 1u) << nlohmann::json(denials).dump();
+  EXPECT_EQ(denials[0]["rule"], "device node in a writable tree");
+  EXPECT_EQ(denials[0]["resolvedPath"], ws + "/null");
 }
 
 TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
