@@ -39,6 +39,15 @@ class WriteBrokerTest : public SandboxTest {
   static bool refused(const ProcessResult& r, const std::string& errnoName) {
     return r.exitCode == 1 && r.out.find("errno=" + errnoName) != std::string::npos;
   }
+  // `$P write NEIGHBOUR && $P write PATH` for each path: the neighbour is
+  // written (the program ran), the path refused with EACCES.
+  void expectWritesRefused(const std::string& neighbour, std::initializer_list<const char*> paths) {
+    for (const char* path : paths) {
+      auto r = inside("$P write " + neighbour + " && $P write " + path);
+      EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+      EXPECT_TRUE(exists(ws + "/" + neighbour)) << "the allowed write before the attack ran: " << r.out << r.err;
+    }
+  }
   static bool exists(const std::string& path) {
     struct stat st;
     return ::lstat(path.c_str(), &st) == 0;
@@ -139,11 +148,7 @@ TEST_F(WriteBrokerTest, AFileTheRepositorysConfigIncludesIsProtected) {
   file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
   file(ws + "/.git/config", "[include]\n\tpath = ../team.gitconfig\n\tpath = local.inc\n");
   file(ws + "/team.gitconfig", "[core]\n");
-  for (const char* path : {"team.gitconfig", ".git/local.inc"}) {
-    auto r = inside(std::string("$P write notes.md && $P write ") + path);
-    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
-    EXPECT_TRUE(exists(ws + "/notes.md")) << "the allowed write before the attack ran";
-  }
+  expectWritesRefused("notes.md", {"team.gitconfig", ".git/local.inc"});
   EXPECT_EQ(slurp(ws + "/team.gitconfig"), "[core]\n");
   EXPECT_FALSE(exists(ws + "/.git/local.inc"));
   auto replaced = inside("$P create team.new && $P rename team.new team.gitconfig");
@@ -160,11 +165,7 @@ TEST_F(WriteBrokerTest, AProgramTheRepositorysConfigNamesIsProtected) {
   file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
   file(ws + "/.git/config", "[core]\n\tfsmonitor = tools/fsmonitor.sh\n[diff \"nb\"]\n\ttextconv = ./tools/nb.py\n");
   file(ws + "/tools/fsmonitor.sh", "ORIGINAL\n");
-  for (const char* path : {"tools/fsmonitor.sh", "tools/nb.py"}) {
-    auto r = inside(std::string("$P write tools/other.sh && $P write ") + path);
-    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
-    EXPECT_TRUE(exists(ws + "/tools/other.sh")) << "the allowed write before the attack ran";
-  }
+  expectWritesRefused("tools/other.sh", {"tools/fsmonitor.sh", "tools/nb.py"});
   EXPECT_EQ(slurp(ws + "/tools/fsmonitor.sh"), "ORIGINAL\n");
   EXPECT_FALSE(exists(ws + "/tools/nb.py"));
 }
@@ -177,11 +178,7 @@ TEST_F(WriteBrokerTest, WhatALinkedHookLeadsToIsProtected) {
   file(ws + "/scripts/pre-push", "ORIGINAL\n");
   ASSERT_EQ(::symlink("../../scripts/pre-push", (ws + "/.git/hooks/pre-push").c_str()), 0);
   ASSERT_EQ(::symlink("../../scripts/post-merge", (ws + "/.git/hooks/post-merge").c_str()), 0);
-  for (const char* path : {"scripts/pre-push", "scripts/post-merge"}) {
-    auto r = inside(std::string("$P write scripts/other && $P write ") + path);
-    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
-    EXPECT_TRUE(exists(ws + "/scripts/other")) << "the allowed write before the attack ran";
-  }
+  expectWritesRefused("scripts/other", {"scripts/pre-push", "scripts/post-merge"});
   EXPECT_EQ(slurp(ws + "/scripts/pre-push"), "ORIGINAL\n");
   EXPECT_FALSE(exists(ws + "/scripts/post-merge"));
   auto moved = inside("$P rename scripts scripts2");
