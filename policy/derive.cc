@@ -325,19 +325,47 @@ class Deriver {
     return out;
   }
 
-  // The protected names (the table), and the hooks directories git's
+  // The protected names (the table), the hooks directories git's
   // configuration names (core.hooksPath): a relative one in the user's or
-  // system config is a name at any depth, any other a path.
+  // system config is a name at any depth, any other a path; and the files
+  // those configs include that lie in a writable tree. A path is protected as
+  // named and as what it resolves to: a symlink at the name could otherwise
+  // be replaced by a file the program wrote.
   void protectWhatGitRuns() {
     b_.fs.protectedNames = policy::tableProtectedNames();
     std::vector<std::string> trees = b_.fs.allowWrite;
     trees.insert(trees.end(), b_.fs.defaultWrite.begin(), b_.fs.defaultWrite.end());
-    auto hooks = policy::gitHooksPaths(ctx_.home, trees);
-    for (auto& name : hooks.names) b_.fs.protectedNames.push_back({std::move(name), false});
-    for (const auto& path : hooks.paths) {
-      auto real = resolver_.resolve(path);
-      b_.fs.mandatoryDenyWrite.push_back(real ? *real : path);
-    }
+    auto git = policy::gitHooksPaths(ctx_.home, trees);
+    for (auto& name : git.names) b_.fs.protectedNames.push_back({std::move(name), false});
+    auto inTree = [&](const std::string& p) {
+      return std::any_of(trees.begin(), trees.end(), [&](const std::string& t) { return policy::isWithin(p, t); });
+    };
+    bool treesOnly = false;
+    auto add = [&](const std::string& p) {
+      if (treesOnly && !inTree(p)) return;
+      if (std::find(b_.fs.mandatoryDenyWrite.begin(), b_.fs.mandatoryDenyWrite.end(), p) ==
+          b_.fs.mandatoryDenyWrite.end())
+        b_.fs.mandatoryDenyWrite.push_back(p);
+    };
+    // `path`, unless it is protected by name already, what it resolves to,
+    // and every symlink on the way there.
+    auto protect = [&](const std::string& path, bool named = false) {
+      std::vector<std::string> links;
+      auto real = resolver_.resolve(path, &links);
+      if (!named) add(path);
+      add(real.value_or(path));
+      for (const auto& link : links)
+        if (link != path) add(link);
+    };
+    for (const auto& path : git.paths) protect(path);
+    // What lies in a writable tree, of: a program git runs (one elsewhere,
+    // /usr/bin/less, is not the program's to write anyway); a hook or config
+    // that is a symlink (made on the host: the broker refuses to make one
+    // there), which leads to what git runs; an included file.
+    treesOnly = true;
+    for (const auto& path : git.programs) protect(path);
+    for (const auto& link : git.links) protect(link, true);
+    for (const auto& path : git.included) protect(path);
   }
 
   const SandboxPolicy& policy_;

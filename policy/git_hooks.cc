@@ -1,5 +1,6 @@
 #include "policy/git_hooks.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,16 +95,22 @@ class Reader {
   void read(const std::string& path, const std::string& worktree, int depth = 0) {
     if (depth > kMaxIncludeDepth || files_ >= kMaxFiles) return;
     ++files_;
-    std::vector<std::string> includes;
-    for (const auto& value : parseHooksPaths(readConfig(path), &includes)) {
+    std::vector<std::string> includes, programs;
+    // A program's path is placed as a hooks path is.
+    auto place = [&](const std::string& value, std::vector<std::string>& paths) {
       if (!value.empty() && value.front() != '/' && value.front() != '~' && worktree.empty()) {
         if (auto name = asNamePattern(value); !name.empty()) out_.names.push_back(name);
       } else if (auto placed = placeValue(value, home_, worktree)) {
-        out_.paths.push_back(*placed);
+        paths.push_back(*placed);
       }
-    }
+    };
+    for (const auto& value : parseHooksPaths(readConfig(path), &includes, &programs)) place(value, out_.paths);
+    for (const auto& value : programs) place(value, out_.programs);
     for (const auto& inc : includes)
-      if (auto placed = placeValue(inc, home_, dirOf(path))) read(*placed, worktree, depth + 1);
+      if (auto placed = placeValue(inc, home_, dirOf(path))) {
+        out_.included.push_back(*placed);
+        read(*placed, worktree, depth + 1);
+      }
   }
 
  private:
@@ -128,9 +135,63 @@ std::string gitfileTarget(const std::string& gitfile) {
   return value.front() == '/' ? lexicallyNormal(value) : lexicallyNormal(dirOf(gitfile) + "/" + value);
 }
 
+bool isSymlink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// The symlinks among a git directory's hooks and config (bounded: the hooks
+// directory holds a few dozen entries at most).
+void addLinks(const std::string& gitdir, std::vector<std::string>& out) {
+  constexpr std::size_t kMaxHooks = 256;
+  for (const std::string& p : {gitdir + "/hooks", gitdir + "/config"})
+    if (isSymlink(p)) out.push_back(lexicallyNormal(p));
+  DIR* d = ::opendir((gitdir + "/hooks").c_str());
+  std::size_t seen = 0;
+  while (const dirent* e = d && seen++ < kMaxHooks ? ::readdir(d) : nullptr)
+    if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN)
+      if (const std::string p = gitdir + "/hooks/" + e->d_name; isSymlink(p)) out.push_back(lexicallyNormal(p));
+  if (d) ::closedir(d);
+}
+
+// The keys whose value is a command git runs by itself (section, key; the
+// subsection, as in diff.<driver>.textconv, is any).
+constexpr std::pair<std::string_view, std::string_view> kProgramKeys[] = {
+    {"core", "fsmonitor"},      {"core", "sshcommand"},     {"core", "pager"},
+    {"core", "editor"},         {"core", "askpass"},        {"core", "alternaterefscommand"},
+    {"sequence", "editor"},     {"diff", "external"},       {"diff", "textconv"},
+    {"diff", "command"},        {"filter", "clean"},        {"filter", "smudge"},
+    {"filter", "process"},      {"merge", "driver"},        {"credential", "helper"},
+    {"gpg", "program"},         {"difftool", "cmd"},        {"mergetool", "cmd"},
+    {"uploadpack", "packobjectshook"}, {"interactive", "difffilter"},
+};
+
+// The program a command value names by path (its first word, when it has a
+// '/': a bare name is looked up in PATH), or nullopt. An alias runs one only
+// as "!command"; every pager.<command> names one.
+std::optional<std::string> programPath(const std::string& section, const std::string& key, const std::string& value) {
+  std::string_view command = value;
+  if (section == "alias") {
+    if (!command.starts_with("!")) return std::nullopt;
+    command.remove_prefix(1);
+  } else if (section != "pager" && std::find(std::begin(kProgramKeys), std::end(kProgramKeys),
+                                             std::pair<std::string_view, std::string_view>(section, key)) ==
+                                       std::end(kProgramKeys)) {
+    return std::nullopt;
+  }
+  if (section == "credential" && command.starts_with("!")) command.remove_prefix(1);
+  const std::size_t start = command.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return std::nullopt;
+  command.remove_prefix(start);
+  std::string_view word = command.substr(0, command.find_first_of(" \t;|&"));
+  if (word.find('/') == std::string_view::npos) return std::nullopt;
+  return std::string(word);
+}
+
 }  // namespace
 
-std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes) {
+std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std::string>* includes,
+                                         std::vector<std::string>* programs) {
   std::vector<std::string> out;
   std::string section;
   std::size_t i = 0;
@@ -221,6 +282,8 @@ std::vector<std::string> parseHooksPaths(std::string_view text, std::vector<std:
       value.resize(kept);
     }
     if (section == "core" && key == "hookspath") out.push_back(value);
+    if (programs)
+      if (auto path = programPath(section, key, value)) programs->push_back(std::move(*path));
     if ((section == "include" || section == "includeif") && key == "path" && includes) includes->push_back(value);
     skipLine();
   }
@@ -256,13 +319,14 @@ GitHooksPaths gitHooksPaths(const std::string& home, const std::vector<std::stri
           common.erase(common.find_last_not_of(" \t\r\n") + 1);
           if (!common.empty())
             reader.read((common.front() == '/' ? common : gitdir + "/" + common) + "/config", dir);
+          addLinks(common.empty() ? gitdir : common.front() == '/' ? common : gitdir + "/" + common, out.links);
         }
         break;
       }
       if (dir == "/") break;
     }
   }
-  for (auto* list : {&out.paths, &out.names}) {
+  for (auto* list : {&out.paths, &out.names, &out.programs, &out.included, &out.links}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }

@@ -30,6 +30,11 @@ constexpr ProtectedNameEntry kTable[] = {
     {".gitmodules", false, "submodule URLs and paths that git fetches and checks out"},
     {".gitconfig", false, kGitConfig},
     {".config/git", false, "the user's git config and attributes (XDG location)"},
+    // Mercurial: the same for hg as git's config and hooks are for git.
+    {".hg/hgrc", false, "Mercurial runs the hooks and loads the extensions (Python files) it lists"},
+    {".hg/hgrc-not-shared", false, "Mercurial runs the hooks and loads the extensions (Python files) it lists"},
+    {".hg/sharedpath", false, "points Mercurial at another repository for its config and hooks (hg share)"},
+    {".hgrc", false, "the user's Mercurial config: hooks and extensions run at every hg command"},
     // Hook managers: the hook git runs reads what to run from these.
     {".husky", false, "husky's hooks (core.hooksPath .husky/_) run the scripts here on commit"},
     {".pre-commit-config.yaml", false, "the pre-commit hook runs the commands listed here"},
@@ -86,6 +91,7 @@ constexpr ProtectedNameEntry kTable[] = {
     {".vscode", false, "VS Code runs tasks and trusts settings from here when the folder is opened"},
     {".idea", false, "JetBrains IDEs run configurations and trust settings from here"},
     {".zed", false, "Zed runs tasks and trusts settings from here"},
+    {".helix", false, "Helix starts the language servers its languages.toml names when a file here is opened"},
     {".devcontainer", false, "devcontainer.json runs initializeCommand on the host"},
     {".devcontainer.json", false, "runs initializeCommand on the host"},
     {".exrc", false, "vim's 'exrc' runs it"},

@@ -45,6 +45,19 @@ const std::string* strictlyBeneath(const std::vector<std::string>& list, std::st
 
 bool moves(Effect e) { return e == Effect::kMoveOut || e == Effect::kMoveIn; }
 
+// Does the effect change what lies beneath its name? A directory moved away
+// takes its contents along, one moved there brings the child's; a symlink
+// made or moved there sends every name beneath it to wherever it points.
+bool changesWhatIsBeneath(const WriteEffect& e) {
+  if (moves(e.effect) && isDirectory(e.kind)) return true;
+  return (e.effect == Effect::kCreate || e.effect == Effect::kMoveIn) && e.kind == ObjectKind::kSymlink;
+}
+
+std::string beneathChange(const WriteEffect& e) {
+  return e.kind == ObjectKind::kSymlink ? "a symlink at " + quote(e.path) + " would send elsewhere"
+                                        : "moving " + quote(e.path) + " would move";
+}
+
 // Entries of a git directory git reads its configuration and hooks from, and
 // the names that make a directory one.
 constexpr std::string_view kGitConfigEntries[] = {"config", "config.worktree", "hooks", "info", "commondir"};
@@ -126,23 +139,30 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
   if (mask)
     return refuse(EROFS, "filesystem.denyRead " + quote(*mask), "read-denied paths are read-only masks in the sandbox",
                   e.path);
+  // A directory above a mask moved away takes the read-denied object out
+  // from under its rule: by its new name the broker would open it for the
+  // child, to read as well as write. A symlink there would redirect the name.
+  if (changesWhatIsBeneath(e))
+    if (const auto* d = strictlyBeneath(readOnlyInView_, e.path))
+      return refuse(EACCES, "filesystem.denyRead " + quote(*d),
+                    beneathChange(e) + " the read-denied " + quote(*d) + " out from under its mask", e.path);
   for (const auto* list : {&denyWrite_, &mandatoryDenyWrite_}) {
     const char* field = list == &denyWrite_ ? "filesystem.denyWrite " : "filesystem.mandatoryDenyWrite ";
-    const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it as a hooks directory";
+    const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it: a core.hooksPath, a program git runs, or a file it includes";
     if (const auto* d = containing(*list, e.path)) return refuse(EACCES, field + quote(*d), why, e.path);
     // A directory moved away, or onto a name, takes the denied paths beneath
-    // it along (or puts what the child made where they were).
-    if (moves(e.effect) && isDirectory(e.kind))
+    // it along (or puts what the child made where they were); a symlink
+    // there would put wherever it points in their place.
+    if (changesWhatIsBeneath(e))
       if (const auto* d = strictlyBeneath(*list, e.path))
-        return refuse(EACCES, field + quote(*d), std::string("moving ") + quote(e.path) + " would move " + why,
-                      e.path);
+        return refuse(EACCES, field + quote(*d), beneathChange(e) + " " + quote(*d) + ": " + why, e.path);
   }
   if (const auto* n = names_.protecting(e.path, isDirectory(e.kind)))
     return refuse(EACCES, "protected name " + quote(n->text()), std::string(protectedNameReason(*n)), e.path);
-  if (moves(e.effect) && isDirectory(e.kind))
+  if (changesWhatIsBeneath(e))
     if (const auto* n = names_.contextOf(e.path))
-      return refuse(EACCES, "protected name " + quote(n->text()),
-                    "moving a directory at " + quote(e.path) + " would move what the name protects", e.path);
+      return refuse(EACCES, "protected name " + quote(n->text()), beneathChange(e) + " what the name protects",
+                    e.path);
   return std::nullopt;
 }
 
@@ -191,9 +211,12 @@ std::optional<WriteVerdict> WriteRules::gitDirRefusal(const std::vector<WriteEff
         const bool adds = e.effect == Effect::kCreate || e.effect == Effect::kMoveIn;
         const bool removes = e.effect == Effect::kRemove || e.effect == Effect::kMoveOut;
         if ((adding && !adds) || (!adding && !removes)) continue;
+        // Git asks only that objects and refs be searchable (access(X_OK)):
+        // a symlink to a directory, or an executable file, passes as well as
+        // a directory -- any kind counts.
         if (name == "HEAD") after.head = adding;
-        if (name == "objects") after.objects = adding && isDirectory(e.kind);
-        if (name == "refs") after.refs = adding && isDirectory(e.kind);
+        if (name == "objects") after.objects = adding;
+        if (name == "refs") after.refs = adding;
         if (name == "commondir") after.commondir = adding;
       }
     }
@@ -202,7 +225,10 @@ std::optional<WriteVerdict> WriteRules::gitDirRefusal(const std::vector<WriteEff
         const std::string_view rest = std::string_view(e.path).substr(dir.size() == 1 ? 1 : dir.size() + 1);
         touchesConfiguration = touchesConfiguration || among(kGitConfigEntries, rest.substr(0, rest.find('/')));
       }
-    if (before.isGitDir() && touchesConfiguration)
+    // Configuration touched in a git directory, or by the call that makes
+    // one (a commondir beside HEAD sends git to the config and hooks of
+    // whatever directory it names).
+    if ((before.isGitDir() || after.isGitDir()) && touchesConfiguration)
       return refuse(EACCES, kRule,
                     quote(dir) + " is a git directory by its contents (a bare repository): git reads its config and "
                                  "runs its hooks",

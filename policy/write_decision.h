@@ -32,8 +32,9 @@ std::vector<std::string> brokeredTrees(const DerivedRules& rules);
 // binding it from the host: /tmp itself, and anything in /dev or /proc.
 bool builtPrivately(std::string_view path) noexcept;
 
-// What kind of object is at a name, or arrives there.
-enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther };
+// What kind of object is at a name, or arrives there. A symlink is told
+// apart: one arriving at a name sends what is beneath the name elsewhere.
+enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther, kSymlink };
 
 // What a call does to one name.
 enum class Effect : std::uint8_t {
@@ -71,11 +72,15 @@ struct WriteVerdict {
 // What the broker found in a directory that could be a git directory by its
 // contents rather than its name -- a bare repository, or a git directory
 // kept under another name -- which git reads config and hooks from as it
-// does from .git (git's own test: HEAD, and objects/ with refs/ or a
-// commondir).
+// does from .git (git's own test, is_git_directory(): HEAD, and objects and
+// refs that can be searched -- a directory, a symlink to one, or an
+// executable file -- or a commondir naming a directory that has them).
+// Each entry counts whatever its kind.
 struct GitDirContents {
   bool head = false, objects = false, refs = false, commondir = false;
-  bool configuration = false;  // config, config.worktree, hooks/ or info/: what git would read there
+  // config, config.worktree, hooks, info or commondir: what git would read
+  // there, or be sent to another directory's by.
+  bool configuration = false;
   bool isGitDir() const { return head && ((objects && refs) || commondir); }
 };
 

@@ -54,7 +54,10 @@ constexpr std::uint64_t kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTT
                                           O_NOATIME | O_CLOEXEC | O_PATH | O_SYNC | O_TMPFILE;
 constexpr std::uint64_t kTmpfileBit = O_TMPFILE & ~O_DIRECTORY;
 
-ObjectKind kindOf(const struct stat& st) { return S_ISDIR(st.st_mode) ? ObjectKind::kDirectory : ObjectKind::kOther; }
+ObjectKind kindOf(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return ObjectKind::kDirectory;
+  return S_ISLNK(st.st_mode) ? ObjectKind::kSymlink : ObjectKind::kOther;
+}
 
 std::string selfFd(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
@@ -261,12 +264,22 @@ class BrokeredCallHandler {
   bool issuedByBroker(int fd) const;
   Resolution place(std::string_view parentPath, std::string_view last, bool trailingSlash, bool follow,
                    int depth) const;
+  // The rest of a walk that met a symlink whose text is `next`, in the
+  // directory `linkParent` (the child's view).
+  Resolution followLink(std::string next, std::string_view linkParent, bool trailingSlash, bool follow,
+                        int depth) const;
   // `target`: absolute and lexically normal, in tree `tree`.
   Resolution hostPlace(std::size_t tree, const std::string& target) const;
 
   // The decision, with what the broker finds in the directories it depends on.
-  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt) const;
-  policy::GitDirContents gitDirContents(const std::string& dir) const;
+  // `places`: the names the call acts on, their parents pinned. A directory
+  // whose contents the decision asks about is looked at through them (the
+  // parent itself, or its ancestors by ".."): the directory the call will
+  // change, even if another sandbox on the same tree renames it meanwhile.
+  using Places = std::initializer_list<const Place*>;
+  WriteVerdict decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode = std::nullopt,
+                      Places places = {}) const;
+  policy::GitDirContents gitDirContents(const std::string& dir, Places places) const;
 
   // --- answers -------------------------------------------------------------
   static Answer cont() { return Answer{Answer::Kind::kContinue}; }
@@ -302,7 +315,7 @@ class BrokeredCallHandler {
   // audited as `operation` on the names the child gave.
   std::optional<Answer> unlessPerformed(const std::vector<WriteEffect>& effects, const std::string& operation,
                                         const std::string& given, const std::string& given2 = "",
-                                        std::optional<std::uint32_t> mode = std::nullopt) const;
+                                        std::optional<std::uint32_t> mode = std::nullopt, Places places = {}) const;
 
   Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
   // openat2()'s resolve restrictions: the walk to the parent done as the
@@ -439,7 +452,7 @@ Resolution BrokeredCallHandler::hostPlace(std::size_t tree, const std::string& t
   if (!p.parent) return notBrokered();  // changed under us: the kernel decides, in the child's view
   p.name = target.substr(cut + 1);
   if (::fstatat(p.parent.get(), p.name.c_str(), &p.st, AT_SYMLINK_NOFOLLOW) == 0) {
-    p.kind = S_ISLNK(p.st.st_mode) ? ObjectKind::kOther : kindOf(p.st);
+    p.kind = kindOf(p.st);
   } else if (errno != ENOENT) {
     return errorOf(errno);
   }
@@ -470,7 +483,17 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     if (!real) return notBrokered();
     std::string target = join(b_.workspace_.hostPath(*real), last);
     auto tree = b_.rules_.treeOf(target);
-    if (!tree) return notBrokered();
+    if (!tree) {
+      // A symlink outside every tree (in the private /tmp) may lead into
+      // one, dangling or not: followed as the call would follow it. (Not in
+      // /proc, whose links are magic: the kernel's.)
+      if (!(follow || trailingSlash) || policy::isWithin(*real, "/proc")) return notBrokered();
+      if (depth >= kMaxSymlinks) return errorOf(ELOOP);
+      char text[PATH_MAX];
+      ssize_t n = ::readlinkat(dir.get(), std::string(last).c_str(), text, sizeof text);
+      if (n <= 0 || static_cast<std::size_t>(n) >= sizeof text) return notBrokered();  // no symlink: the kernel's
+      return followLink(std::string(text, static_cast<std::size_t>(n)), *real, trailingSlash, follow, depth);
+    }
     Resolution r = hostPlace(*tree, target);
     if (r.found != Found::kPlace) return r;
     found = std::move(r);
@@ -481,22 +504,26 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     char target[PATH_MAX];
     ssize_t n = ::readlinkat(p.parent.get(), p.name.c_str(), target, sizeof target);
     if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) return notBrokered();
-    std::string next(target, static_cast<std::size_t>(n));
-    if (next.front() != '/')
-      next = join(b_.workspace_.sandboxPath(std::string_view(p.path).substr(0, p.path.size() - p.name.size() - 1)),
-                  next);
-    std::size_t end = next.find_last_not_of('/');
-    bool slash = trailingSlash || end + 1 != next.size();
-    if (end == std::string::npos) return notBrokered();  // "/": the kernel's
-    next.resize(end + 1);
-    std::size_t cut = next.rfind('/');
-    std::string nextLast = next.substr(cut + 1);
-    if (nextLast == "." || nextLast == "..") return notBrokered();
-    return place(cut == 0 ? "/" : std::string_view(next).substr(0, cut), nextLast, slash, follow, depth + 1);
+    return followLink(std::string(target, static_cast<std::size_t>(n)),
+                      b_.workspace_.sandboxPath(std::string_view(p.path).substr(0, p.path.size() - p.name.size() - 1)),
+                      trailingSlash, follow, depth);
   }
   if (trailingSlash && p.exists() && p.kind != ObjectKind::kDirectory) return errorOf(ENOTDIR);
   p.trailingSlash = trailingSlash;
   return std::move(*found);
+}
+
+Resolution BrokeredCallHandler::followLink(std::string next, std::string_view linkParent, bool trailingSlash,
+                                           bool follow, int depth) const {
+  if (next.front() != '/') next = join(linkParent, next);
+  std::size_t end = next.find_last_not_of('/');
+  bool slash = trailingSlash || end + 1 != next.size();
+  if (end == std::string::npos) return notBrokered();  // "/": the kernel's
+  next.resize(end + 1);
+  std::size_t cut = next.rfind('/');
+  std::string nextLast = next.substr(cut + 1);
+  if (nextLast == "." || nextLast == "..") return notBrokered();
+  return place(cut == 0 ? "/" : std::string_view(next).substr(0, cut), nextLast, slash, follow, depth + 1);
 }
 
 Resolution BrokeredCallHandler::resolveObject(int fd) const {
@@ -539,10 +566,21 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
   }
   int fd = -1;
   std::string_view rest;
+  std::optional<std::string> link;
   if (ownDescriptor(abs, fd, rest)) {
-    // The object behind the caller's descriptor, by the name it has now.
+    link = "fd/" + std::to_string(fd);
+  } else {
+    // The caller's own cwd, spelt as the magic link (/proc/self/cwd/...).
+    for (std::string_view prefix : {"/proc/self/cwd", "/proc/thread-self/cwd"})
+      if (std::string_view(abs).starts_with(prefix) && (abs.size() == prefix.size() || abs[prefix.size()] == '/')) {
+        link = "cwd";
+        rest = std::string_view(abs).substr(prefix.size());
+      }
+  }
+  if (link) {
+    // The object behind the caller's descriptor (or cwd), by the name it has now.
     if (rest.empty() && !name.follow) return notBrokered();  // the magic link itself
-    auto held = procLink("fd/" + std::to_string(fd));
+    auto held = procLink(*link);
     if (!held || held->front() != '/' || held->ends_with(" (deleted)")) return notBrokered();
     abs = *held + std::string(rest);
   }
@@ -584,32 +622,50 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
   return place(collapsed, last, trailingSlash, name.follow, 0);
 }
 
-policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir) const {
+policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir, Places places) const {
   policy::GitDirContents c;
   auto tree = b_.rules_.treeOf(dir);
   if (!tree || b_.treeFds_[*tree].get() < 0) return c;
-  const int treeFd = b_.treeFds_[*tree].get();
-  std::string rel(relativeTo(dir, b_.trees()[*tree]));
-  UniqueFd held(rel.empty() ? ::fcntl(treeFd, F_DUPFD_CLOEXEC, 0)
-                            : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
-                                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  UniqueFd held;
+  // Through a pinned parent: the directory itself, or the ancestor as many
+  // ".." above it as the names say.
+  for (const Place* p : places) {
+    if (!p || !p->parent || p->tree != *tree) continue;
+    const std::size_t cut = p->path.size() - p->name.size() - 1;
+    const std::string parent = cut == 0 ? "/" : p->path.substr(0, cut);
+    if (!policy::isWithin(parent, dir)) continue;
+    std::string up = ".";
+    for (std::size_t n = policy::pathComponents(relativeTo(parent, dir)).size(); n > 0; --n) up += "/..";
+    held.reset(::openat(p->parent.get(), up.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    break;
+  }
+  if (!held) {
+    const int treeFd = b_.treeFds_[*tree].get();
+    std::string rel(relativeTo(dir, b_.trees()[*tree]));
+    held.reset(rel.empty() ? ::fcntl(treeFd, F_DUPFD_CLOEXEC, 0)
+                           : openat2Confined(treeFd, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                             RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+  }
   if (!held) return c;
-  auto has = [&](const char* name, bool directory) {
+  // Any kind of entry counts (GitDirContents): git follows a symlink at
+  // objects or refs, and takes an executable file there.
+  auto has = [&](const char* name) {
     struct stat st;
-    return ::fstatat(held.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (!directory || S_ISDIR(st.st_mode));
+    return ::fstatat(held.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0;
   };
-  c.head = has("HEAD", false);
-  c.objects = has("objects", true);
-  c.refs = has("refs", true);
-  c.commondir = has("commondir", false);
-  for (const char* name : {"config", "config.worktree", "hooks", "info"}) c.configuration = c.configuration || has(name, false);
+  c.head = has("HEAD");
+  c.objects = has("objects");
+  c.refs = has("refs");
+  c.commondir = has("commondir");
+  for (const char* name : {"config", "config.worktree", "hooks", "info", "commondir"})
+    c.configuration = c.configuration || has(name);
   return c;
 }
 
-WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects,
-                                         std::optional<std::uint32_t> mode) const {
+WriteVerdict BrokeredCallHandler::decide(const std::vector<WriteEffect>& effects, std::optional<std::uint32_t> mode,
+                                         Places places) const {
   std::map<std::string, policy::GitDirContents> contents;
-  for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir));
+  for (const auto& dir : b_.rules_.gitDirCandidates(effects)) contents.emplace(dir, gitDirContents(dir, places));
   WriteVerdict v = b_.rules_.decide(effects, mode, contents);
   if (v.action == WriteVerdict::Action::kRefuse && mutation::disabled(mutation::Layer::kWriteBroker)) {
     // scripts/mutate: the broker performs what the rules refuse.
@@ -658,8 +714,9 @@ std::optional<WriteBroker::Answer> BrokeredCallHandler::unlessPerformed(const st
                                                                         const std::string& operation,
                                                                         const std::string& given,
                                                                         const std::string& given2,
-                                                                        std::optional<std::uint32_t> mode) const {
-  const WriteVerdict v = decide(effects, mode);
+                                                                        std::optional<std::uint32_t> mode,
+                                                                        Places places) const {
+  const WriteVerdict v = decide(effects, mode, places);
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   if (v.action != WriteVerdict::Action::kPerform) return verdictAnswer(v, operation, given, given2);
   return std::nullopt;
@@ -786,12 +843,26 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
       // O_RDONLY|O_CREAT of an existing file reads it: the child's own view can.
       return cont();
     }
+    // The child's view of every tree is mounted nodev: a device node there
+    // (one the host made: an extracted root filesystem's /dev) opens for no
+    // one, as the kernel answers it. Opened on the broker's mount of the
+    // tree, it would be the device itself -- a disk, /dev/kmsg, a tty.
+    if (S_ISCHR(p.st.st_mode) || S_ISBLK(p.st.st_mode)) {
+      WriteVerdict v;
+      v.action = WriteVerdict::Action::kRefuse;
+      v.error = EACCES;
+      v.rule = "device node in a writable tree";
+      v.reason = "the sandbox's view of a writable tree is mounted nodev";
+      v.path = p.path;
+      return verdictAnswer(v, "open for writing", name->path.value_or(""), "");
+    }
     effects.push_back({Effect::kModify, p.path, p.kind});
     operation = (flags & O_TRUNC) ? "truncate" : "open for writing";
   }
-  if (auto refused = unlessPerformed(effects, operation, name->path.value_or(""), "", setMode)) return std::move(*refused);
+  if (auto refused = unlessPerformed(effects, operation, name->path.value_or(""), "", setMode, {&p}))
+    return std::move(*refused);
 
-  // A FIFO or device must not block the supervisor: opened non-blocking,
+  // A FIFO must not block the supervisor: opened non-blocking,
   // then given back blocking as asked (the open file is the same).
   const bool special = p.exists() && !S_ISREG(p.st.st_mode) && !S_ISDIR(p.st.st_mode) && !S_ISLNK(p.st.st_mode);
   int ours = static_cast<int>((flags & ~static_cast<std::uint64_t>(O_CLOEXEC)) | O_CLOEXEC | O_NOFOLLOW);
@@ -846,7 +917,7 @@ WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
   const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
   if (auto refused = unlessPerformed({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
                                      directory ? "mkdir" : "mknod", *name.path, "",
-                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode)))
+                                     directory ? std::nullopt : std::optional<std::uint32_t>(mode), {&p}))
     return std::move(*refused);
   ActingAsChild as(childUmask());
   if (directory) return result(::mkdirat(p.parent.get(), p.name.c_str(), mode));
@@ -867,7 +938,8 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (target.empty()) return error(ENOENT);
   if (p.trailingSlash) return cont();  // the kernel's ENOENT
-  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kOther}}, "symlink", *name.path, target))
+  if (auto refused =
+          unlessPerformed({{Effect::kCreate, p.path, ObjectKind::kSymlink}}, "symlink", *name.path, target, {}, {&p}))
     return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::symlinkat(target.c_str(), p.parent.get(), p.name.c_str()));
@@ -909,9 +981,10 @@ WriteBroker::Answer BrokeredCallHandler::link() {
     auto name = nameOf(object.get());
     if (st.st_nlink > 0 && name) {
       sourcePath = b_.workspace_.hostPath(*name);
-      effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
+      effects.push_back({Effect::kLinkSource, sourcePath, kindOf(st)});
     }
-    effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
+    // A link to a symlink (an O_PATH|O_NOFOLLOW descriptor's) is one too.
+    effects.push_back({Effect::kCreate, dst.path, kindOf(st)});
   } else {
     Resolution source = resolve(*from);
     if (source.found != Found::kPlace) {
@@ -923,12 +996,13 @@ WriteBroker::Answer BrokeredCallHandler::link() {
     object = source.place.object();
     if (!object) return error(errno);
     sourcePath = source.place.path;
-    effects.push_back({Effect::kLinkSource, sourcePath, ObjectKind::kOther});
-    effects.push_back({Effect::kCreate, dst.path, ObjectKind::kOther});
+    effects.push_back({Effect::kLinkSource, sourcePath, source.place.kind});
+    effects.push_back({Effect::kCreate, dst.path, source.place.kind});
   }
   if (dst.exists() || dst.isRoot()) return error(EEXIST);
   if (dst.trailingSlash) return cont();  // the kernel's ENOENT
-  if (auto refused = unlessPerformed(effects, "link", from->path.value_or(sourcePath), *to->path)) return std::move(*refused);
+  if (auto refused = unlessPerformed(effects, "link", from->path.value_or(sourcePath), *to->path, {}, {&dst}))
+    return std::move(*refused);
   ActingAsChild as(std::nullopt);
   return result(::linkat(AT_FDCWD, selfFd(object.get()).c_str(), dst.parent.get(), dst.name.c_str(), AT_SYMLINK_FOLLOW));
 }
@@ -959,7 +1033,8 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
     effects.push_back({Effect::kRemove, dst.path, dst.kind});
   }
   if (auto refused =
-          unlessPerformed(effects, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path))
+          unlessPerformed(effects, (flags & RENAME_EXCHANGE) ? "rename (exchange)" : "rename", *from->path, *to->path,
+                          {}, {&src, &dst}))
     return std::move(*refused);
   if (src.isRoot() || dst.isRoot()) return error(EBUSY);
   ActingAsChild as(std::nullopt);
@@ -974,7 +1049,8 @@ WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
   auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
-  if (auto refused = unlessPerformed({{Effect::kRemove, p.path, p.kind}}, directory ? "rmdir" : "unlink", *name.path))
+  if (auto refused =
+          unlessPerformed({{Effect::kRemove, p.path, p.kind}}, directory ? "rmdir" : "unlink", *name.path, "", {}, {&p}))
     return std::move(*refused);
   if (p.isRoot()) return error(EBUSY);
   ActingAsChild as(std::nullopt);
@@ -991,7 +1067,8 @@ WriteBroker::Answer BrokeredCallHandler::truncate() {
   if (p.kind == ObjectKind::kDirectory) return error(EISDIR);
   if (!S_ISREG(p.st.st_mode)) return error(EINVAL);
   if (length < 0) return error(EINVAL);
-  if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, "truncate", *name.path)) return std::move(*refused);
+  if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, "truncate", *name.path, "", {}, {&p}))
+    return std::move(*refused);
   // The program's RLIMIT_FSIZE, which the broker does not run under.
   if (b_.fileSizeLimit() && static_cast<std::uint64_t>(length) > b_.fileSizeLimit()) return error(EFBIG);
   ActingAsChild as(std::nullopt);
@@ -1088,7 +1165,7 @@ WriteBroker::Answer BrokeredCallHandler::metadata() {
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
   if (auto refused = unlessPerformed({{Effect::kModify, p.path, p.kind}}, brokeredKindName(kind),
-                                     name->path.value_or(""), "", mode))
+                                     name->path.value_or(""), "", mode, {&p}))
     return std::move(*refused);
 
   ActingAsChild as(std::nullopt);
@@ -1125,7 +1202,7 @@ WriteBroker::Answer BrokeredCallHandler::access() {
   if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
   Place& p = std::get<Named>(named).resolution.place;
   if (!p.exists()) return error(ENOENT);
-  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}});
+  WriteVerdict v = decide({{Effect::kModify, p.path, p.kind}}, std::nullopt, {&p});
   if (v.action == WriteVerdict::Action::kNotBrokered) return cont();
   // A question, not a write: answered as the write would be, not audited.
   if (v.action != WriteVerdict::Action::kPerform) return error(v.action == WriteVerdict::Action::kRefuse ? v.error : EACCES);

@@ -88,6 +88,7 @@ std::optional<std::string> AccessRules::writeRefusal(std::string_view realPath, 
                                                           : policy::Effect::kRemove;
   const auto verdict = writes_.decide({{effect, std::string(realPath),
                                         kind == ObjectKind::kDirectory ? policy::ObjectKind::kDirectory
+                                        : kind == ObjectKind::kSymlink ? policy::ObjectKind::kSymlink
                                                                        : policy::ObjectKind::kOther}});
   if (verdict.action == policy::WriteVerdict::Action::kPerform) return std::nullopt;
   if (verdict.action == policy::WriteVerdict::Action::kRefuse) return verdict.rule;

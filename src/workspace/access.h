@@ -28,7 +28,7 @@ enum class WriteOp {
   kModify,   // metadata of an existing object changes (an archive's mode for an existing directory)
   kRemove,   // the name goes away (remove)
 };
-enum class ObjectKind { kDirectory, kOther };
+enum class ObjectKind { kDirectory, kOther, kSymlink };  // a symlink at a name redirects what lies beneath it
 
 class AccessRules {
  public:

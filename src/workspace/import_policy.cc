@@ -230,7 +230,10 @@ std::variant<PlannedEntry, Refusal> ImportChecker::admit(const ArchiveEntry& e) 
     if (auto rule = writeCheck_(p, ObjectKind::kDirectory))
       return refuse(ImportRefusal::kPermissionDenied, e.name,
                     "its directory " + quoteValue(p) + " is write-protected by the sandbox's policy (" + *rule + ")");
-  if (auto rule = writeCheck_(out.rel, isDir ? ObjectKind::kDirectory : ObjectKind::kOther))
+  const ObjectKind arriving = isDir                                   ? ObjectKind::kDirectory
+                              : e.type == ArchiveEntryType::kSymlink ? ObjectKind::kSymlink
+                                                                     : ObjectKind::kOther;
+  if (auto rule = writeCheck_(out.rel, arriving))
     return refuse(ImportRefusal::kPermissionDenied, e.name,
                   "the name is write-protected by the sandbox's policy (" + *rule + ")");
 

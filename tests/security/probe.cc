@@ -112,8 +112,9 @@ int holdUntilFailure(const char* what, const std::string& dir, Open open) {
   return 0;
 }
 
-int cat(const char* path) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+// `flags`: O_RDONLY, or O_RDWR (a write-shaped open, brokered in a writable tree).
+int cat(const char* path, int flags = O_RDONLY) {
+  int fd = ::open(path, flags | O_CLOEXEC);
   if (fd < 0) return result(-1, "open");
   char buf[4096];
   ssize_t n;
@@ -198,6 +199,46 @@ int abstractConnect(const char* name) {
   return result(::connect(fd, reinterpret_cast<sockaddr*>(&sa), len), "connect(abstract)");
 }
 
+// exchange-loop A B SECONDS: swaps the names A and B (renameat2
+// RENAME_EXCHANGE) for SECONDS; prints how many swaps succeeded.
+int exchangeLoop(const char* a, const char* b, int seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  long swaps = 0;
+  while (std::chrono::steady_clock::now() < end)
+    if (::syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) ++swaps;
+  std::printf("swaps=%ld\n", swaps);
+  return 0;
+}
+
+// config-race A B SECONDS: creates (and removes) A/config and B/config for
+// SECONDS while another program swaps A and B; prints how many creates
+// succeeded, and exits 3 as soon as a directory with HEAD holds a config.
+int configRace(const char* a, const char* b, int seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  long created = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    for (const char* dir : {a, b}) {
+      const std::string config = std::string(dir) + "/config";
+      int fd = ::open(config.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        ++created;
+        ::close(fd);
+      }
+      int held = ::open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      struct stat st;
+      const bool raced = held >= 0 && ::fstatat(held, "HEAD", &st, 0) == 0 && ::fstatat(held, "config", &st, 0) == 0;
+      if (held >= 0) ::close(held);
+      if (raced) {
+        std::printf("raced: a directory with HEAD holds a config\n");
+        return 3;
+      }
+      ::unlink(config.c_str());
+    }
+  }
+  std::printf("created=%ld\n", created);
+  return 0;
+}
+
 // Threads racing the write broker: one flips a path buffer between an
 // allowed name and a protected one, one swaps a symlink between pointing at
 // an allowed file and at a protected one, while others create through both.
@@ -276,6 +317,7 @@ int runOp(int argc, char** argv) {
   std::string_view op = argv[1];
   auto arg = [&](int i) -> const char* { return i < argc ? argv[i] : ""; };
   if (op == "cat") return cat(arg(2));
+  if (op == "cat-rdwr") return cat(arg(2), O_RDWR);  // cat-rdwr PATH: read through an O_RDWR descriptor
   if (op == "ls") return list(arg(2));
   if (op == "write") return write(arg(2));
   if (op == "write-text") {  // write-text PATH TEXT: an existing file, no O_CREAT/O_TRUNC (cgroup files)
@@ -335,6 +377,8 @@ int runOp(int argc, char** argv) {
   if (op == "race") {  // race DIR SECONDS: see below
     return race(arg(2), std::atoi(arg(3)));
   }
+  if (op == "exchange-loop") return exchangeLoop(arg(2), arg(3), std::atoi(arg(4)));
+  if (op == "config-race") return configRace(arg(2), arg(3), std::atoi(arg(4)));
   if (op == "create-flood") {  // create-flood DIR THREADS: creates DIR/<thread>-<n> until killed
     return createFlood(arg(2), std::atoi(arg(3)));
   }

@@ -8,12 +8,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 #include <set>
 #include <sstream>
@@ -36,6 +38,15 @@ class WriteBrokerTest : public SandboxTest {
   }
   static bool refused(const ProcessResult& r, const std::string& errnoName) {
     return r.exitCode == 1 && r.out.find("errno=" + errnoName) != std::string::npos;
+  }
+  // `$P write NEIGHBOUR && $P write PATH` for each path: the neighbour is
+  // written (the program ran), the path refused with EACCES.
+  void expectWritesRefused(const std::string& neighbour, std::initializer_list<const char*> paths) {
+    for (const char* path : paths) {
+      auto r = inside("$P write " + neighbour + " && $P write " + path);
+      EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+      EXPECT_TRUE(exists(ws + "/" + neighbour)) << "the allowed write before the attack ran: " << r.out << r.err;
+    }
   }
   static bool exists(const std::string& path) {
     struct stat st;
@@ -62,7 +73,8 @@ TEST_F(WriteBrokerTest, ProtectedNamesMadeDuringTheRunAreRefusedAtAnyDepth) {
   const Case cases[] = {{"a/b", ".bashrc"},           {"a/b", ".zshenv"},          {"deep/er", ".envrc"},
                         {"p", ".npmrc"},              {"p", ".gitmodules"},        {"p", ".mcp.json"},
                         {"p/.claude", "settings.json"}, {"p/.claude", "commands"}, {"p", ".vscode"},
-                        {"p", ".husky"},              {"p", ".pre-commit-config.yaml"}, {"p", ".devcontainer"}};
+                        {"p", ".husky"},              {"p", ".pre-commit-config.yaml"}, {"p", ".devcontainer"},
+                        {"r/.hg", "hgrc"},            {"r/.hg", "sharedpath"},     {"p", ".helix"}};
   for (const auto& c : cases) {
     const std::string dir = ws + "/" + c.dir;
     auto r = inside(std::string("mkdir -p ") + c.dir + " && $P create " + c.dir + "/" + c.name);
@@ -77,15 +89,17 @@ TEST_F(WriteBrokerTest, ProtectedNamesMadeDuringTheRunAreRefusedAtAnyDepth) {
 // The broker drops `.` components before it decides (tar names each file
 // "./dir/file"): however a protected name is spelt, it is the name decided.
 TEST_F(WriteBrokerTest, AProtectedNameSpeltWithDotsOrSlashesIsRefusedAsItself) {
-  for (const char* spelling : {"./a/./b/./.bashrc", ".//a//b//.bashrc", "a/./b/../b/.bashrc", "./a/b/./.git/./config"}) {
+  for (const char* spelling : {"./a/./b/./.bashrc", ".//a//b//.bashrc", "a/./b/../b/.bashrc", "./a/b/./.git/./config",
+                               "/proc/self/cwd/a/b/.bashrc", "/proc/thread-self/cwd/a/b/../b/.git/config"}) {
     auto r = inside(std::string("mkdir -p a/b/.git && $P create ") + spelling);
     EXPECT_TRUE(refused(r, "EACCES")) << spelling << ": " << r.out << r.err;
   }
   EXPECT_FALSE(exists(ws + "/a/b/.bashrc"));
   EXPECT_FALSE(exists(ws + "/a/b/.git/config"));
-  auto ok = inside("$P create ./a/./b//./neighbour");
+  auto ok = inside("$P create ./a/./b//./neighbour && $P create /proc/self/cwd/a/b/neighbour2");
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
   EXPECT_EQ(slurp(ws + "/a/b/neighbour"), "probe\n");
+  EXPECT_EQ(slurp(ws + "/a/b/neighbour2"), "probe\n") << "the cwd's magic link is followed as natively";
 }
 
 TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
@@ -127,6 +141,50 @@ TEST_F(WriteBrokerTest, EveryWayGitIsRedirectedToAnotherGitDirectoryIsRefused) {
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
+// A file the repository's config includes is configuration git reads (a
+// shared team config is a common one): the host's next git status would run
+// the core.fsmonitor written there.
+TEST_F(WriteBrokerTest, AFileTheRepositorysConfigIncludesIsProtected) {
+  file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  file(ws + "/.git/config", "[include]\n\tpath = ../team.gitconfig\n\tpath = local.inc\n");
+  file(ws + "/team.gitconfig", "[core]\n");
+  expectWritesRefused("notes.md", {"team.gitconfig", ".git/local.inc"});
+  EXPECT_EQ(slurp(ws + "/team.gitconfig"), "[core]\n");
+  EXPECT_FALSE(exists(ws + "/.git/local.inc"));
+  auto replaced = inside("$P create team.new && $P rename team.new team.gitconfig");
+  EXPECT_TRUE(refused(replaced, "EACCES")) << replaced.out << replaced.err;
+  EXPECT_EQ(slurp(ws + "/team.gitconfig"), "[core]\n");
+  // The neighbour: a file beside it that nothing includes.
+  auto ok = inside("$P write team.gitconfig.example && $P write .git/other.inc");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
+// A program the repository's config has git run by itself, named by path
+// in the working tree (core.fsmonitor runs at every git status).
+TEST_F(WriteBrokerTest, AProgramTheRepositorysConfigNamesIsProtected) {
+  file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  file(ws + "/.git/config", "[core]\n\tfsmonitor = tools/fsmonitor.sh\n[diff \"nb\"]\n\ttextconv = ./tools/nb.py\n");
+  file(ws + "/tools/fsmonitor.sh", "ORIGINAL\n");
+  expectWritesRefused("tools/other.sh", {"tools/fsmonitor.sh", "tools/nb.py"});
+  EXPECT_EQ(slurp(ws + "/tools/fsmonitor.sh"), "ORIGINAL\n");
+  EXPECT_FALSE(exists(ws + "/tools/nb.py"));
+}
+
+// A hook the host made as a symlink into the working tree (a common way to
+// share hooks) runs what it leads to: that file is protected, whether or not
+// it exists yet.
+TEST_F(WriteBrokerTest, WhatALinkedHookLeadsToIsProtected) {
+  file(ws + "/.git/HEAD", "ref: refs/heads/main\n");
+  file(ws + "/scripts/pre-push", "ORIGINAL\n");
+  ASSERT_EQ(::symlink("../../scripts/pre-push", (ws + "/.git/hooks/pre-push").c_str()), 0);
+  ASSERT_EQ(::symlink("../../scripts/post-merge", (ws + "/.git/hooks/post-merge").c_str()), 0);
+  expectWritesRefused("scripts/other", {"scripts/pre-push", "scripts/post-merge"});
+  EXPECT_EQ(slurp(ws + "/scripts/pre-push"), "ORIGINAL\n");
+  EXPECT_FALSE(exists(ws + "/scripts/post-merge"));
+  auto moved = inside("$P rename scripts scripts2");
+  EXPECT_TRUE(refused(moved, "EACCES")) << moved.out << moved.err;
+}
+
 // A bare repository is a git directory by its contents, under any name.
 TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents) {
   ASSERT_EQ(runProcess({"git", "init", "-q", "--bare", ws + "/mirror.git"}).exitCode, 0);
@@ -151,6 +209,43 @@ TEST_F(WriteBrokerTest, ABareRepositorysConfigAndHooksAreProtectedByItsContents)
   auto ok = inside("mkdir -p mirror.git/objects/ab && $P create mirror.git/objects/ab/cd && "
                    "mkdir -p plain/objects plain/refs && $P create plain/HEAD && mkdir -p src/config && "
                    "$P create src/config/app.json");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
+// Git takes objects and refs of any kind it can search (a symlink to a
+// directory, an executable file), and a commondir beside HEAD sends it to
+// another directory's config and hooks: each is a git directory too.
+TEST_F(WriteBrokerTest, AGitDirectoryMadeOfSymlinksOrThroughACommondirIsProtectedToo) {
+  // objects a symlink: HEAD is made (git now takes the directory for a
+  // repository), its config is refused.
+  auto linked = inside("mkdir -p evil/refs evil/od && $P symlink od evil/objects && $P create evil/HEAD && "
+                       "$P write evil/config");
+  EXPECT_TRUE(refused(linked, "EACCES")) << linked.out << linked.err;
+  ASSERT_TRUE(exists(ws + "/evil/HEAD")) << "the steps before the attack ran: " << linked.out << linked.err;
+  EXPECT_FALSE(exists(ws + "/evil/config"));
+  ASSERT_EQ(slurp(ws + "/evil/HEAD"), "probe\n");
+  file(ws + "/evil/HEAD", "ref: refs/heads/main\n");
+  auto gitdir = runProcess({"git", "-C", ws + "/evil", "rev-parse", "--git-dir"});
+  EXPECT_EQ(gitdir.out, ".\n") << "git takes it for a git directory: " << gitdir.err;
+  // objects a file, made a git directory around the hooks already there.
+  auto fileObjects = inside("mkdir -p ex/refs ex/hooks && $P create ex/objects && $P create ex/HEAD");
+  EXPECT_TRUE(refused(fileObjects, "EACCES")) << fileObjects.out << fileObjects.err;
+  EXPECT_TRUE(exists(ws + "/ex/objects"));
+  EXPECT_FALSE(exists(ws + "/ex/HEAD"));
+  // A commondir beside HEAD, in either order, pointing at a directory whose
+  // config and hooks are ordinary files.
+  auto common = inside("mkdir -p common/objects common/refs common/hooks b && $P create b/HEAD && $P create b/commondir");
+  EXPECT_TRUE(refused(common, "EACCES")) << common.out << common.err;
+  EXPECT_TRUE(exists(ws + "/b/HEAD"));
+  EXPECT_FALSE(exists(ws + "/b/commondir"));
+  auto reverse = inside("mkdir b2 && $P create b2/commondir && $P create b2/HEAD");
+  EXPECT_TRUE(refused(reverse, "EACCES")) << reverse.out << reverse.err;
+  EXPECT_TRUE(exists(ws + "/b2/commondir"));
+  EXPECT_FALSE(exists(ws + "/b2/HEAD"));
+  // The neighbours: a git-shaped directory with no configuration, its other
+  // entries, and a commondir where there is no HEAD.
+  auto ok = inside("mkdir -p plain/refs && $P symlink refs plain/objects && $P create plain/HEAD && "
+                   "$P create plain/notes && mkdir n && $P create n/commondir");
   EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
@@ -208,6 +303,53 @@ TEST_F(WriteBrokerTest, LinksSymlinksAndUnnamedFilesCannotReachAProtectedName) {
   auto named = probe({"tmpfile-link", ws, ws + "/named"});
   EXPECT_EQ(named.exitCode, 0) << named.out;
   EXPECT_EQ(slurp(ws + "/named"), "probe\n");
+}
+
+// A symlink at a name whose contents a rule protects (.claude for
+// .claude/settings.json, .config for .config/git, a directory above a
+// denyWrite path) sends the host's next look there to what the program wrote
+// elsewhere: refused when made, moved or linked there, as a directory moved
+// there is.
+TEST_F(WriteBrokerTest, ASymlinkCannotStandWhereAProtectedNameLeads) {
+  policy["filesystem"]["denyWrite"] = {ws + "/future/secret.txt"};
+  auto claude = inside("mkdir cl && $P create cl/settings.json && $P symlink cl .claude");
+  EXPECT_TRUE(refused(claude, "EACCES")) << claude.out << claude.err;
+  EXPECT_TRUE(exists(ws + "/cl/settings.json")) << "the steps before the attack ran";
+  EXPECT_FALSE(exists(ws + "/.claude"));
+  for (const char* name : {".config", ".docker", ".git/modules", "sub/.git/worktrees", "future"}) {
+    auto r = inside(std::string("mkdir -p sub/.git && $P symlink cl ") + name);
+    EXPECT_TRUE(refused(r, "EACCES")) << name << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + name)) << name;
+  }
+  auto moved = inside("$P symlink cl plain-link && $P rename plain-link .kube");
+  EXPECT_TRUE(refused(moved, "EACCES")) << moved.out << moved.err;
+  EXPECT_FALSE(exists(ws + "/.kube"));
+  // A second name for the symlink is a symlink too.
+  auto linked = inside("$P link plain-link .aws");
+  EXPECT_TRUE(refused(linked, "EACCES")) << linked.out << linked.err;
+  EXPECT_FALSE(exists(ws + "/.aws"));
+  // The neighbours: symlinks at ordinary names, and beside the protected
+  // ones inside a real .claude.
+  auto ok = inside("$P symlink cl cl-link && $P rename cl-link cl-link2 && $P link plain-link plain-link2 && "
+                   "mkdir .claude && $P symlink ../cl .claude/notes && $P write cl-link2/more.json");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_TRUE(exists(ws + "/cl/more.json"));
+}
+
+// A symlink in the private /tmp that leads into the workspace (dangling or
+// not) is followed as natively -- and a protected name it leads to is still
+// refused.
+TEST_F(WriteBrokerTest, ASymlinkOutsideTheTreeIsFollowedIntoItAsNatively) {
+  auto ok = inside("ln -s " + ws + "/via-tmp /tmp/l && ln -s ../" + ws.substr(1) + "/via-rel /tmp/r && ln -s /tmp/l /tmp/l2 && "
+                   "$P write /tmp/l && $P write /tmp/r && $P write-text /tmp/l2 more");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_EQ(slurp(ws + "/via-tmp"), "moree\n");
+  EXPECT_TRUE(exists(ws + "/via-rel"));
+  auto bashrc = inside("ln -s " + ws + "/sub/.zshrc /tmp/z && mkdir sub && $P write /tmp/z");
+  EXPECT_TRUE(refused(bashrc, "EACCES")) << bashrc.out << bashrc.err;
+  EXPECT_FALSE(exists(ws + "/sub/.zshrc"));
+  auto loop = inside("ln -s /tmp/loop /tmp/loop && $P write /tmp/loop");
+  EXPECT_TRUE(refused(loop, "ELOOP")) << loop.out << loop.err;
 }
 
 TEST_F(WriteBrokerTest, WhatAProtectedFileDoesCannotBeChangedThroughItsMetadata) {
@@ -286,6 +428,58 @@ TEST_F(WriteBrokerTest, ADenyWritePathThatDoesNotExistYetHolds) {
   auto moved = probe({"rename", ws + "/future", ws + "/past"});
   EXPECT_TRUE(refused(moved, "EACCES")) << moved.out;
   EXPECT_EQ(r.err.find("does not exist"), std::string::npos) << "no degradation is reported any more: " << r.err;
+}
+
+// A read-denied directory inside the workspace is a mask in the sandbox's
+// view; moving a directory above it (or exchanging it) would give the
+// secret a name no rule covers, which the broker would then open for the
+// child -- O_RDWR reads it.
+TEST_F(WriteBrokerTest, AReadDeniedPathCannotBeMovedOutFromUnderItsMask) {
+  file(ws + "/a/secret/key", "TOPSECRET\n");
+  policy["filesystem"]["denyRead"] = {ws + "/a/secret"};
+  const std::pair<const char*, const char*> moves[] = {
+      {"$P rename a b", "b"}, {"mkdir -p c && $P rename2 a c exchange", "c"}, {"$P symlink a/secret s2 && $P rename s2 a", "a"}};
+  for (const auto& [step, to] : moves) {
+    auto r = inside(std::string("$P cat-rdwr a/notes; $P mkdir a/mine && ") + step + " ; $P cat-rdwr " + to +
+                    "/secret/key");
+    EXPECT_TRUE(exists(ws + "/a/mine")) << "the step before the attack ran: " << r.out << r.err;
+    EXPECT_EQ(r.out.find("TOPSECRET"), std::string::npos) << step << ": " << r.out;
+    EXPECT_NE(r.out.find("errno=EACCES"), std::string::npos) << step << ": " << r.out << r.err;
+    EXPECT_EQ(slurp(ws + "/a/secret/key"), "TOPSECRET\n") << step;
+    std::filesystem::remove(ws + "/a/mine");
+  }
+  // The neighbours: an O_RDWR read beside the mask, and directories beside
+  // it, or elsewhere, moved.
+  file(ws + "/a/notes", "NOTES\n");
+  auto ok = inside("mkdir -p a/x d && $P rename a/x a/y && $P rename d e && $P cat-rdwr a/notes");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("NOTES"), std::string::npos) << ok.out;
+}
+
+// The child's view of a tree is mounted nodev; the broker's own mount of it
+// is not. A device node the host made there (an extracted root filesystem's
+// /dev) must open for the child as the view says -- EACCES -- never as the
+// device (a disk, /dev/kmsg, a tty).
+TEST_F(WriteBrokerTest, ADeviceNodeInATreeOpensForNoOne) {
+  if (::mknod((ws + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0 ||
+      ::mknod((ws + "/zero").c_str(), S_IFCHR | 0666, makedev(1, 5)) != 0)
+    GTEST_SKIP() << "making a device node in the workspace needs CAP_MKNOD on the host: " << strerrorname_np(errno);
+  auto write = inside("$P write-text README ok && $P write-text null x");
+  EXPECT_TRUE(refused(write, "EACCES")) << write.out << write.err;
+  EXPECT_EQ(slurp(ws + "/README").substr(0, 2), "ok") << "the allowed write before the attack ran";
+  for (const char* op : {"cat-rdwr", "cat"}) {
+    auto r = probe({op, ws + "/zero"});
+    EXPECT_TRUE(refused(r, "EACCES")) << op << ": " << r.out << r.err;
+  }
+  auto truncated = inside("$P create fresh && $P write null");
+  EXPECT_TRUE(refused(truncated, "EACCES")) << truncated.out << truncated.err;
+  // Audited as a refusal.
+  const std::string audit = root_ + "/audit.jsonl";
+  inside("$P write-text null x", {"--audit", audit});
+  auto denials = auditEvents(audit, "denial");
+  ASSERT_EQ(denials.size(), 1u) << nlohmann::json(denials).dump();
+  EXPECT_EQ(denials[0]["rule"], "device node in a writable tree");
+  EXPECT_EQ(denials[0]["resolvedPath"], ws + "/null");
 }
 
 TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
@@ -378,6 +572,29 @@ TEST_F(WriteBrokerTest, RacingThreadsNeverWriteAProtectedName) {
   EXPECT_TRUE(exists(ws + "/race/allowed"));
   EXPECT_FALSE(exists(ws + "/race/.bashrc"));
   EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+}
+
+// Two sandboxes on one workspace (each with its own broker): one swaps a
+// git-shaped directory (HEAD, objects, refs) with an ordinary one while the
+// other creates a config in each. What the decision asks of a directory's
+// contents must be asked of the directory the call then writes in, not of
+// whatever bears its name a moment later.
+TEST_F(WriteBrokerTest, TwoSandboxesOnOneTreeCannotRaceAConfigIntoAGitDirectory) {
+  file(ws + "/bare/HEAD", "ref: refs/heads/main\n");
+  std::filesystem::create_directories(ws + "/bare/objects");
+  std::filesystem::create_directories(ws + "/bare/refs");
+  std::filesystem::create_directories(ws + "/plain");
+  auto swapper = std::async(std::launch::async, [&] { return probe({"exchange-loop", ws + "/bare", ws + "/plain", "3"}); });
+  auto writer = probe({"config-race", ws + "/bare", ws + "/plain", "3"});
+  auto swapped = swapper.get();
+  EXPECT_EQ(writer.exitCode, 0) << writer.out << writer.err;
+  ASSERT_NE(writer.out.find("created="), std::string::npos) << writer.out << writer.err;
+  EXPECT_GT(std::stol(writer.out.substr(writer.out.find("created=") + 8)), 10)
+      << "the creates in the ordinary directory must have worked";
+  ASSERT_NE(swapped.out.find("swaps="), std::string::npos) << swapped.out << swapped.err;
+  EXPECT_GT(std::stol(swapped.out.substr(swapped.out.find("swaps=") + 6)), 10) << "the swaps must have run";
+  for (const char* dir : {"/bare", "/plain"})
+    EXPECT_FALSE(exists(ws + dir + "/HEAD") && exists(ws + dir + "/config")) << dir << " is a git directory with a config";
 }
 
 // Processes whose executable is `path`.

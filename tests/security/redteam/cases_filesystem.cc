@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "tests/security/redteam/redteam.h"
@@ -245,6 +246,69 @@ Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "
 Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
 Verdict gitCommondir(const Context& c) { return newNameCreated(c, ".git", "commondir"); }
 
+// A git directory under another name, made so that the broker's look at its
+// contents might miss it: git asks only that objects can be searched (a
+// symlink to a directory will do), and follows a commondir beside HEAD to
+// another directory's config and hooks.
+Verdict bareRepoSymlinkedObjects(const Context& c) {
+  const std::string dir = c.ws + "/evil";
+  if (auto n = neighbour(::mkdir(dir.c_str(), 0755) == 0 && ::mkdir((dir + "/refs").c_str(), 0755) == 0 &&
+                             ::mkdir((dir + "/od").c_str(), 0755) == 0 &&
+                             ::symlink("od", (dir + "/objects").c_str()) == 0 &&
+                             writeFile(dir + "/HEAD", "ref: refs/heads/main\n"),
+                         "make ws/evil with refs/, objects -> od and HEAD"))
+    return *n;
+  return refused(writeFile(dir + "/config", "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES},
+                 "write ws/evil/config");
+}
+
+Verdict commondirBesideHead(const Context& c) {
+  const std::string common = c.ws + "/common", dir = c.ws + "/b";
+  if (auto n = neighbour(::mkdir(common.c_str(), 0755) == 0 && ::mkdir((common + "/objects").c_str(), 0755) == 0 &&
+                             ::mkdir((common + "/refs").c_str(), 0755) == 0 &&
+                             writeFile(common + "/config", "[core]\n\tfsmonitor = /workspace/evil.sh\n") &&
+                             ::mkdir(dir.c_str(), 0755) == 0 && writeFile(dir + "/HEAD", "ref: refs/heads/main\n"),
+                         "make ws/common with objects/, refs/ and a config, and ws/b/HEAD"))
+    return *n;
+  return refused(writeFile(dir + "/commondir", "../common\n") ? 0 : -1, {EACCES}, "write ws/b/commondir");
+}
+
+// A symlink where a protected name leads: the host's next look at
+// .claude/settings.json would read the one the program wrote elsewhere.
+Verdict symlinkedClaudeDir(const Context& c) {
+  if (auto n = neighbour(::mkdir((c.ws + "/cl").c_str(), 0755) == 0 &&
+                             writeFile(c.ws + "/cl/settings.json", "{\"hooks\": {}}\n") &&
+                             ::symlink("cl", (c.ws + "/cl-link").c_str()) == 0,
+                         "make ws/cl/settings.json and a symlink ws/cl-link -> cl"))
+    return *n;
+  Verdict v = refused(::symlink("cl", (c.ws + "/.claude").c_str()), {EACCES}, "symlink ws/.claude -> cl");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(::rename((c.ws + "/cl-link").c_str(), (c.ws + "/.claude").c_str()), {EACCES},
+                 "rename the symlink ws/cl-link to ws/.claude");
+}
+
+// The repository's config includes a shared file from the working tree (a
+// team.gitconfig many projects ask their developers to include): git reads
+// it as configuration, so core.fsmonitor written there runs at the host's
+// next git status.
+void includedTeamConfigSetup(HostContext& h) {
+  std::ofstream(h.ws + "/.git/config") << "[core]\n\tbare = false\n[include]\n\tpath = ../team.gitconfig\n";
+  std::ofstream(h.ws + "/team.gitconfig") << "[core]\n";
+}
+
+Verdict includedTeamConfig(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/team.gitconfig.example", "[core]\n"), "write ws/team.gitconfig.example"))
+    return *n;
+  return refused(writeFile(c.ws + "/team.gitconfig", "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES},
+                 "write ws/team.gitconfig, which .git/config includes");
+}
+
+std::string includedTeamConfigHost(HostContext& h) {
+  std::ifstream in(h.ws + "/team.gitconfig");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text == "[core]\n" ? std::string() : "ws/team.gitconfig changed: " + text;
+}
+
 const bool registered = registerCases({
     {"filesystem-reads", "direct-read", "open a read-denied credentials file", "sandbox-runtime denyRead semantics", directRead},
     {"filesystem-reads", "proc-self-root", "read the secret through /proc/self/root", "magic links of /proc (runc CVE-2019-5736 family)", procSelfRoot},
@@ -276,6 +340,14 @@ const bool registered = registerCases({
     {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks},
     {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings},
     {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
+    {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
+     "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
+    {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",
+     "CVE-2026-25725 class, through a symlink", symlinkedClaudeDir},
+    {"protected-names", "included-team-config", "write the file .git/config includes (include.path)",
+     "git config include redirection", includedTeamConfig, {}, {}, {}, includedTeamConfigSetup, includedTeamConfigHost},
+    {"protected-names", "commondir-beside-head", "a commondir beside HEAD sends git to an unprotected config",
+     "git's commondir (linked worktrees)", commondirBesideHead},
 });
 
 }  // namespace

@@ -338,6 +338,73 @@ TEST_F(DeriveTest, TheHooksPathOfTheRepositoryHoldingATreeIsProtected) {
   EXPECT_TRUE(whole.writable(work_ + "/.husky-not/x"));
 }
 
+// A file git includes into its configuration can name a hooks path or
+// core.fsmonitor like the config itself: one in a writable tree is
+// protected, as named and as what it resolves to.
+TEST_F(DeriveTest, AConfigFileGitIncludesFromAWritableTreeIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config",
+          "[include]\n\tpath = ../team.gitconfig\n\tpath = extra.inc\n[includeIf \"onbranch:x\"]\n\tpath = ../tools/link.cfg\n");
+  t_.file("work/tools/real.cfg", "[core]\n");
+  ASSERT_EQ(::symlink("real.cfg", (work_ + "/tools/link.cfg").c_str()), 0);
+  t_.file("home/.gitconfig", "[include]\n\tpath = ~/.gitconfig.local\n");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  for (const char* path : {"/team.gitconfig", "/.git/extra.inc", "/tools/link.cfg", "/tools/real.cfg"})
+    EXPECT_FALSE(r.writable(work_ + path)) << path;
+  // The neighbours: the tree's other files; an included file outside every
+  // writable tree adds no rule.
+  EXPECT_TRUE(r.writable(work_ + "/team.gitconfig.bak"));
+  EXPECT_TRUE(r.writable(work_ + "/tools/other.cfg"));
+  EXPECT_FALSE(has(r.filesystem().mandatoryDenyWrite, home_ + "/.gitconfig.local"));
+  auto sub = deriveOk(R"({"filesystem":{"allowWrite":["tools"]}})");
+  EXPECT_TRUE(has(sub.filesystem().mandatoryDenyWrite, work_ + "/tools/real.cfg"));
+  EXPECT_FALSE(has(sub.filesystem().mandatoryDenyWrite, work_ + "/team.gitconfig"));
+}
+
+// A hook (or the hooks directory, or the config) of the repository holding
+// the tree that is a symlink made on the host leads to what git runs: its
+// target is protected, dangling or not, and so is each symlink on the way.
+TEST_F(DeriveTest, WhatTheHoldingRepositorysLinkedHooksLeadToIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config", "[core]\n");
+  t_.dir("work/.git/hooks");
+  t_.file("work/scripts/pre-commit", "#!/bin/sh\n");
+  ASSERT_EQ(::symlink("../../scripts/pre-commit", (work_ + "/.git/hooks/pre-commit").c_str()), 0);
+  ASSERT_EQ(::symlink("../../scripts/not-yet", (work_ + "/.git/hooks/pre-push").c_str()), 0);
+  ASSERT_EQ(::symlink("real-hook", (work_ + "/scripts/chained").c_str()), 0);
+  ASSERT_EQ(::symlink("../../scripts/chained", (work_ + "/.git/hooks/post-merge").c_str()), 0);
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  for (const char* path : {"/scripts/pre-commit", "/scripts/not-yet", "/scripts/chained", "/scripts/real-hook"})
+    EXPECT_FALSE(r.writable(work_ + path)) << path;
+  EXPECT_TRUE(r.writable(work_ + "/scripts/other"));
+  EXPECT_FALSE(has(r.filesystem().mandatoryDenyWrite, work_ + "/.git/hooks/pre-commit"))
+      << "a name the table protects is not added again";
+  // The hooks directory itself a symlink.
+  t_.file("other/.git/HEAD", "ref: refs/heads/main\n");
+  t_.dir("other/githooks");
+  ASSERT_EQ(::symlink("../githooks", (t_ / "other/.git/hooks").c_str()), 0);
+  auto o = deriveOk(R"({"filesystem":{"allowWrite":["../other"]}})");
+  EXPECT_FALSE(o.writable(t_ / "other/githooks/pre-commit"));
+  EXPECT_TRUE(o.writable(t_ / "other/src/main.c"));
+}
+
+// A program git runs by itself (core.fsmonitor at every status, a textconv
+// at every diff) named by path in a writable tree runs like a hook.
+TEST_F(DeriveTest, AProgramTheRepositorysConfigNamesByPathIsProtected) {
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config",
+          "[core]\n\tfsmonitor = ./tools/fsmonitor.sh\n\tpager = less -R\n\teditor = /usr/bin/vi\n"
+          "[diff \"nb\"]\n\ttextconv = tools/nb.py --strip\n"
+          "[alias]\n\tup = !./scripts/up.sh --all\n\tst = status\n[credential]\n\thelper = store\n");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":["."]}})");
+  for (const char* path : {"/tools/fsmonitor.sh", "/tools/nb.py", "/scripts/up.sh"})
+    EXPECT_FALSE(r.writable(work_ + path)) << path;
+  EXPECT_TRUE(r.writable(work_ + "/tools/other.sh"));
+  EXPECT_TRUE(r.writable(work_ + "/less"));
+  EXPECT_TRUE(r.writable(work_ + "/status"));
+  EXPECT_FALSE(has(r.filesystem().mandatoryDenyWrite, "/usr/bin/vi")) << "a program outside every tree adds no rule";
+}
+
 TEST_F(DeriveTest, ARelativeHooksPathOfTheUsersConfigIsProtectedAtAnyDepth) {
   t_.file("home/.gitconfig", "[Core]\nHooksPath = ./githooks\n[includeIf \"gitdir:~/x/\"]\n  path = ~/.extra\n");
   t_.file("home/.extra", "[core] hooksPath = ~/shared-hooks\n");
@@ -370,6 +437,12 @@ TEST(GitConfigTest, HooksPathsAreReadAsGitReadsTheSyntax) {
   std::vector<std::string> includes;
   policy::parseHooksPaths("[include]\npath = a.inc\n[includeIf \"onbranch:x\"]\npath = b.inc\n", &includes);
   EXPECT_EQ(includes, (std::vector<std::string>{"a.inc", "b.inc"}));
+  std::vector<std::string> programs;
+  policy::parseHooksPaths(
+      "[core]\nfsmonitor = true\nsshCommand = \"./bin/ssh -v\"\n[filter \"x\"]\nclean = /opt/c %f\n"
+      "[pager]\nlog = ./p\n[alias]\na = log\nb = \"!sh/run.sh\"\n[other]\ncmd = ./no\n",
+      nullptr, &programs);
+  EXPECT_EQ(programs, (std::vector<std::string>{"./bin/ssh", "/opt/c", "./p", "sh/run.sh"}));
 }
 
 TEST_F(DeriveTest, ReadDecisionsHonourCarveOutsAndMostSpecificRule) {

@@ -19,10 +19,11 @@ class WriteDecisionTest : public ::testing::Test {
   void SetUp() override {
     ws = t_.dir("ws");
     other = t_.dir("other");
+    t_.dir("ws/deep/secret");
     auto derived = derive(SandboxPolicy::fromJson(R"({"filesystem":{
         "allowWrite": [".", "../other", "/tmp", "./nested"],
         "denyWrite": ["./box/locked", "./.env"],
-        "denyRead": ["./secret"],
+        "denyRead": ["./secret", "./deep/secret"],
         "allowRead": []}})"),
                           DeriveContext{.home = t_ / "home", .cwd = ws, .tmpdir = std::nullopt});
     ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived)) << std::get<PolicyError>(derived).text();
@@ -202,6 +203,76 @@ TEST_F(WriteDecisionTest, AGitDirectoryByContentsHasItsConfigurationProtected) {
             std::vector<std::string>{ws + "/src"});
   // A .git's entries are protected by name: no contents are asked for.
   EXPECT_TRUE(rules_->gitDirCandidates({{Effect::kCreate, ws + "/.git/HEAD", ObjectKind::kOther}}).empty());
+}
+
+// Git's own test of a git directory asks only that objects and refs can be
+// searched, and follows a commondir to another directory's config and hooks:
+// what a directory becomes one by is decided by name, whatever its kind.
+TEST_F(WriteDecisionTest, AGitDirectoryMadeWithoutDirectoriesOrThroughACommondirIsOneToo) {
+  const std::string dir = ws + "/evil";
+  // objects as a symlink (or an executable file) beside HEAD, refs and a config.
+  const GitDirContents noObjects{.head = true, .refs = true, .configuration = true};
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/objects", ObjectKind::kOther}}, std::nullopt,
+                               {{dir, noObjects}}),
+                EACCES, "HEAD + objects + refs");
+  // The config written once objects is a symlink: the directory is one already.
+  const GitDirContents linked{.head = true, .objects = true, .refs = true};
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/config", ObjectKind::kOther}}, std::nullopt, {{dir, linked}}),
+                EACCES, "HEAD + objects + refs");
+  // A commondir beside HEAD makes one, with no configuration of its own...
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/commondir", ObjectKind::kOther}}, std::nullopt,
+                               {{dir, {.head = true}}}),
+                EACCES, "HEAD + objects + refs");
+  // ... and HEAD beside a commondir (which the broker reports as configuration).
+  expectRefused(rules_->decide({{Effect::kCreate, dir + "/HEAD", ObjectKind::kOther}}, std::nullopt,
+                               {{dir, {.commondir = true, .configuration = true}}}),
+                EACCES, "HEAD + objects + refs");
+  // The neighbours: HEAD in a directory with only objects and refs of any
+  // kind, and a commondir where there is no HEAD.
+  EXPECT_EQ(rules_->decide({{Effect::kCreate, dir + "/HEAD", ObjectKind::kOther}}, std::nullopt,
+                           {{dir, {.objects = true, .refs = true}}})
+                .action,
+            Action::kPerform);
+  EXPECT_EQ(rules_->decide({{Effect::kCreate, dir + "/commondir", ObjectKind::kOther}}, std::nullopt, {{dir, {}}}).action,
+            Action::kPerform);
+}
+
+// A symlink arriving where a protected name leads redirects it, like a
+// directory moved there; any other object there is only itself.
+TEST_F(WriteDecisionTest, ASymlinkIsRefusedWhereAProtectedNameLeads) {
+  for (const char* name : {"/.claude", "/.config", "/.git/modules", "/.git/modules/a", "/sub/.git/worktrees"}) {
+    const std::string path = ws + name;
+    expectRefused(decide({{Effect::kCreate, path, ObjectKind::kSymlink}}), EACCES, "protected name");
+    expectRefused(decide({{Effect::kMoveOut, ws + "/l", ObjectKind::kSymlink}, {Effect::kMoveIn, path, ObjectKind::kSymlink}}),
+                  EACCES, "protected name");
+    EXPECT_EQ(decide({{Effect::kCreate, path, ObjectKind::kOther}}).action, Action::kPerform) << name;
+  }
+  // Moving a symlink away from there leaves the name unprotected by nothing.
+  EXPECT_EQ(decide({{Effect::kMoveOut, ws + "/.claude", ObjectKind::kSymlink},
+                    {Effect::kMoveIn, ws + "/claude-link", ObjectKind::kSymlink}})
+                .action,
+            Action::kPerform);
+  EXPECT_EQ(decide({{Effect::kCreate, ws + "/.claude/notes", ObjectKind::kSymlink}}).action, Action::kPerform);
+  EXPECT_EQ(decide({{Effect::kCreate, ws + "/claude", ObjectKind::kSymlink}}).action, Action::kPerform);
+  // Above a denyWrite path too.
+  expectRefused(decide({{Effect::kCreate, ws + "/box", ObjectKind::kSymlink}}), EACCES, "filesystem.denyWrite");
+  EXPECT_EQ(decide({{Effect::kCreate, ws + "/box", ObjectKind::kOther}}).action, Action::kPerform);
+}
+
+// Moving a directory above a read mask would take the masked object out from
+// under its rule (and the broker would open it by its new name).
+TEST_F(WriteDecisionTest, ADirectoryAboveAReadMaskStaysWhereItIs) {
+  expectRefused(rename(ws + "/deep", ws + "/shallow", ObjectKind::kDirectory), EACCES, "filesystem.denyRead");
+  expectRefused(decide({{Effect::kMoveOut, ws + "/deep", ObjectKind::kDirectory},
+                        {Effect::kMoveIn, ws + "/x", ObjectKind::kDirectory},
+                        {Effect::kMoveOut, ws + "/x", ObjectKind::kDirectory},
+                        {Effect::kMoveIn, ws + "/deep", ObjectKind::kDirectory}}),
+                EACCES, "filesystem.denyRead");
+  expectRefused(rename(ws + "/mine", ws + "/deep", ObjectKind::kDirectory), EACCES, "filesystem.denyRead");
+  // The neighbours: a file renamed beside the mask, a directory elsewhere.
+  EXPECT_EQ(rename(ws + "/deep/a", ws + "/deep/b", ObjectKind::kOther).action, Action::kPerform);
+  EXPECT_EQ(rename(ws + "/deep/d", ws + "/deep/e", ObjectKind::kDirectory).action, Action::kPerform);
+  EXPECT_EQ(rename(ws + "/shallow", ws + "/shallow2", ObjectKind::kDirectory).action, Action::kPerform);
 }
 
 TEST_F(WriteDecisionTest, SetIdModeBitsAreRefused) {

@@ -129,6 +129,22 @@ TEST(ImportCheckerTest, NormalTreesPassWithNormalisedNamesAndModesMasked) {
   EXPECT_EQ(plan(file(".git/config")).rel, ".git/config");  // only hooks are protected by this check
 }
 
+// A symlink entry is decided as a symlink: at a name whose contents are
+// protected (.claude) it would redirect them, where a file there would not.
+TEST(ImportCheckerTest, ASymlinkEntryIsDecidedAsASymlink) {
+  ImportChecker c({}, SymlinkTargets::kBeneathDestination, [](const std::string& rel, ObjectKind kind) {
+    return rel == ".claude" && kind == ObjectKind::kSymlink ? std::optional<std::string>("protected name") : std::nullopt;
+  });
+  EXPECT_TRUE(std::holds_alternative<PlannedEntry>(c.admit(dir("cl"))));
+  auto link = c.admit(sym(".claude", "cl"));
+  ASSERT_TRUE(std::holds_alternative<Refusal>(link));
+  EXPECT_EQ(std::get<Refusal>(link).reason, ImportRefusal::kPermissionDenied);
+  ImportChecker other({}, SymlinkTargets::kBeneathDestination, [](const std::string& rel, ObjectKind kind) {
+    return rel == ".claude" && kind == ObjectKind::kSymlink ? std::optional<std::string>("protected name") : std::nullopt;
+  });
+  EXPECT_TRUE(std::holds_alternative<PlannedEntry>(other.admit(file(".claude"))));
+}
+
 TEST(ImportCheckerTest, RestoredLinksMayPointAnywhereButEverythingElseHolds) {
   ImportChecker c({}, SymlinkTargets::kAsTheSandboxMadeThem, protectGitHooks());
   EXPECT_TRUE(std::holds_alternative<PlannedEntry>(c.admit(sym("venv/bin/python", "/usr/bin/python3"))));
