@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -51,14 +52,22 @@ std::optional<WindowSize> windowSize(int fd) {
 
 bool isTerminal(int fd) noexcept { return ::isatty(fd) == 1; }
 
+UniqueFd ownDescription(int fd) noexcept {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || !isTerminal(fd)) return UniqueFd();
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  return UniqueFd(::open(path, (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC));
+}
+
 std::optional<SavedTerminal> SavedTerminal::save(int fd) {
   termios attributes{};
   if (::tcgetattr(fd, &attributes) != 0) return std::nullopt;
-  return SavedTerminal(fd, attributes);
+  return SavedTerminal(fd, attributes, ::fcntl(fd, F_GETFL));
 }
 
 SavedTerminal::SavedTerminal(SavedTerminal&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_) {}
+    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_), flags_(other.flags_) {}
 
 SavedTerminal::~SavedTerminal() { restore(); }
 
@@ -72,6 +81,7 @@ std::optional<std::string> SavedTerminal::makeRaw() const {
 void SavedTerminal::restore() const noexcept {
   if (fd_ < 0) return;
   (void)::tcsetattr(fd_, TCSANOW, &attributes_);
+  if (flags_ >= 0) (void)::fcntl(fd_, F_SETFL, flags_);
 }
 
 }  // namespace stockade::platform

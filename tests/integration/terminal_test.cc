@@ -101,6 +101,11 @@ class OperatorTerminal {
     return now.c_iflag == before_.c_iflag && now.c_oflag == before_.c_oflag && now.c_cflag == before_.c_cflag &&
            now.c_lflag == before_.c_lflag && std::memcmp(now.c_cc, before_.c_cc, sizeof now.c_cc) == 0;
   }
+  // The status flags (F_GETFL) of the description the operator's shell
+  // holds, which stockade's fds 0-2 are dup'd from.
+  int statusFlags() const { return ::fcntl(slave_, F_GETFL); }
+  // A terminal device its owner cannot open again (mode 0): root still can.
+  void forbidReopening() { ASSERT_EQ(::fchmod(slave_, 0), 0) << std::strerror(errno); }
   int lineDiscipline() const {
     int ldisc = -1;
     ::ioctl(slave_, TIOCGETD, &ldisc);
@@ -192,6 +197,54 @@ TEST_F(TerminalTest, WithMinusTTheChildHasTheTerminalButItsStateIsRestoredAndDan
   EXPECT_TRUE(t.attributesAsBefore()) << "stty raw -echo outlived the child";
   EXPECT_GE(ioctlDenials(TIOCSETD), 1);
   EXPECT_GE(ioctlDenials(TIOCEXCL), 1);
+}
+
+// The file status flags belong to the open file description, which the
+// operator's shell shares with the descriptors it gives stockade: a child
+// that set O_NONBLOCK there left the shell's reads failing with EAGAIN after
+// it exited. The child gets a description of its own (it sees its flags
+// set), or, when the terminal cannot be reopened, stockade restores them.
+void expectFlagsStayTheChilds(OperatorTerminal& t, const std::vector<std::string>& argv) {
+  const int before = t.statusFlags();
+  ASSERT_GE(before, 0);
+  ASSERT_EQ(before & (O_NONBLOCK | O_APPEND | O_ASYNC), 0);
+  t.start(argv);
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("child flags set 1"), std::string::npos)
+      << "the child ran and its own descriptor has the flags: " << t.output();
+  EXPECT_EQ(t.statusFlags(), before) << "O_NONBLOCK|O_APPEND|O_ASYNC outlived the child on the operator's terminal";
+}
+
+std::string setFlagsCode() {
+  return "import os\n"
+         "for fd in (0, 1, 2):\n"
+         " fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK | os.O_APPEND | os.O_ASYNC)\n"
+         "fcntl.ioctl(0, termios.FIONBIO, struct.pack(\"i\", 1))\n"
+         "f = fcntl.fcntl(0, fcntl.F_GETFL)\n"
+         "print(\"child flags set\", int(f & os.O_NONBLOCK != 0 and f & os.O_APPEND != 0), flush=True)";
+}
+
+TEST_F(TerminalTest, WithMinusTTheFlagsTheChildSetsOnItsTerminalDescriptorStayItsOwn) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call fcntl";
+  OperatorTerminal t;
+  expectFlagsStayTheChilds(t, run({"-T"}, {"/bin/sh", "-c", python(setFlagsCode())}));
+}
+
+TEST_F(TerminalTest, WithStdoutRedirectedTheFlagsTheChildSetsOnTheTerminalStdinStayItsOwn) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call fcntl";
+  OperatorTerminal t;
+  // No -T: stdout is not a terminal, so the child gets fds 0-2 as they are.
+  expectFlagsStayTheChilds(
+      t, {"/bin/sh", "-c",
+          "\"$0\" \"$@\" | cat",  // stockade's stdout a pipe, its stdin and stderr the terminal
+          stockadeBinary(), "run", "--cwd", work_.path(), "--audit", audit_, "--", "/bin/sh", "-c", python(setFlagsCode())});
+}
+
+TEST_F(TerminalTest, WithMinusTATerminalStockadeCannotReopenHasTheFlagsTheChildSetRestored) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call fcntl";
+  OperatorTerminal t;
+  t.forbidReopening();  // as root reopening still works: that path is checked then
+  expectFlagsStayTheChilds(t, run({"-T"}, {"/bin/sh", "-c", python(setFlagsCode())}));
 }
 
 TEST_F(TerminalTest, WithMinusTTheChildCannotStopTheOperatorsOutputOrUseATerminalIoctlOutsideTheAllowList) {
