@@ -76,8 +76,11 @@ TEST_F(RunCliTest, AMissingProgramExits127AndANonExecutableOne126) {
 
 TEST_F(RunCliTest, TheDefaultPolicysDotInASystemDirectoryIsRefusedNamingTheEntryAndTheFix) {
   // The default policy writes to ".": from /etc that would be the host's
-  // configuration, from / every path (which the mounts cannot honour anyway).
-  for (std::string cwd : {"/etc", "/"}) {
+  // configuration, from / every path (which the mounts cannot honour anyway),
+  // from /opt the host's add-on software.
+  std::vector<std::string> cwds = {"/etc", "/"};
+  if (std::filesystem::is_directory("/opt")) cwds.push_back("/opt");
+  for (const std::string& cwd : cwds) {
     const std::string target = (cwd == "/" ? "" : cwd) + "/stockade-owned-" + std::to_string(::getpid());
     auto r = runProcess(run({"--cwd", cwd, "--", "/bin/touch", target}));
     EXPECT_EQ(r.exitCode, 125) << cwd << ": " << r.err;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -213,8 +214,39 @@ INSTANTIATE_TEST_SUITE_P(
                       SystemPathCase{"Sys", "/sys/fs/cgroup", "", "\"/sys\""},
                       SystemPathCase{"Var", "/var/lib/dpkg", "", "\"/var\""},
                       SystemPathCase{"Run", "/run/user", "", "\"/run\""},
+                      SystemPathCase{"Opt", "/opt/vendor", "", "inside the system directory \"/opt\""},
                       SystemPathCase{"TheHomeItself", "~", "", "the home directory itself"},
                       SystemPathCase{"AboveTheHome", "..", "", "holding the home directory"}));
+
+// Every account's home directory counts, not only $HOME: as root, "/home"
+// holds every user's home (their rc files, ~/.local/bin on their PATH).
+TEST_F(DeriveTest, AnotherAccountsHomeAndADirectoryHoldingItAreRefusedWhileAProjectInsideStaysWritable) {
+  const std::string homes = t_.dir("homes"), alice = t_.dir("homes/alice"), project = t_.dir("homes/alice/project");
+  const std::string accounts = t_ / "passwd";
+  {
+    std::ofstream db(accounts);
+    db << "root:x:0:0:root:" << home_ << ":/bin/sh\n"
+       << "alice:x:1000:1000::" << alice << ":/bin/sh\n"
+       << "daemon:x:1:1::/:/usr/sbin/nologin\n"                      // "/": not a home to hold
+       << "ghost:x:2:2::" << t_ / "no-such-home" << ":/bin/sh\n";  // no such directory: nothing to judge
+  }
+  DeriveContext c = ctx();
+  c.accounts = accounts;
+  auto refused = [&](const std::string& entry, const std::string& what) {
+    nlohmann::json policy = {{"filesystem", {{"allowWrite", {entry}}, {"denyRead", nlohmann::json::array()}}}};
+    auto r = derive(SandboxPolicy::fromJson(policy.dump()), c);
+    ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << entry;
+    EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.allowWrite[0]");
+    EXPECT_NE(std::get<PolicyError>(r).message.find(what), std::string::npos) << std::get<PolicyError>(r).text();
+    EXPECT_NE(std::get<PolicyError>(r).message.find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos);
+  };
+  refused(alice, "is the home directory of the account \"alice\"");
+  refused(homes, "a directory holding the home directory \"" + alice + "\" of the account \"alice\"");
+  EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":[")" + project + R"("]}})", c).writable(project + "/x"));
+  // Without the database only $HOME counts.
+  c.accounts.clear();
+  EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":[")" + alice + R"("]}})", c).writable(alice + "/x"));
+}
 
 TEST_F(DeriveTest, VarTmpTmpAndProjectDirectoriesStayWritableWithoutTheOptIn) {
   auto r = deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp/x","/tmp","~/proj","/srv/data","."]}})");
