@@ -289,8 +289,15 @@ class Deriver {
                 std::vector<std::string>& patterns, Links links) {
     if (!policy::hasGlob(p)) {
       std::vector<std::string> traversed;
-      paths.push_back(resolve(policy::unescapeGlob(p), where, links == Links::kCarveOut ? &traversed : nullptr));
-      paths.insert(paths.end(), traversed.begin(), traversed.end());
+      const std::string written = policy::unescapeGlob(p);
+      std::string real = resolve(written, where, &traversed);
+      if (std::string via = processLink(policy::lexicallyNormal(absolute(written, where)), real, traversed); !via.empty())
+        fail(where, policy::quote(p) + " resolves through " + policy::quote(via) + " to " + policy::quote(real) +
+                        ", a path of whichever process reads it (here stockade itself), not the sandbox's: every process "
+                        "in the sandbox has its own /proc/<pid>, which no rule can take from it. Deny \"/proc\" as a "
+                        "whole (the sandbox's own /proc), or drop the entry");
+      paths.push_back(std::move(real));
+      if (links == Links::kCarveOut) paths.insert(paths.end(), traversed.begin(), traversed.end());
       return;
     }
     std::string pattern = policy::lexicallyNormal(absolute(p, where));
@@ -299,13 +306,39 @@ class Deriver {
     if (!matches)
       fail(where, policy::quote(p) + " had to examine more than 1000000 entries; start the pattern in a narrower directory");
     for (const auto& m : *matches) {
-      auto real = resolver_.resolve(m);
+      std::vector<std::string> traversed;
+      auto real = resolver_.resolve(m, &traversed);
       if (real && *real != m) {
         if (links == Links::kCarveOut) continue;
-        paths.push_back(*real);
+        // A match that is a link into /proc/<pid> ("/etc/mtab"): the link is
+        // masked; its object is the deriving process's, nothing of the sandbox's.
+        if (processLink(m, *real, traversed).empty()) paths.push_back(*real);
       }
       paths.push_back(m);
     }
+  }
+
+  // The link through which a path (`written`, absolute and lexically normal)
+  // reached a process's own directory /proc/<pid> -- /proc/self,
+  // /proc/thread-self, and the links into them (/proc/mounts, /proc/net,
+  // /etc/mtab, /dev/fd) -- or one of its magic links (/proc/1/root), or ""
+  // when it did not. Resolved here, such a path names the deriving process's
+  // files (or what its links point at), not the sandbox's.
+  static std::string processLink(const std::string& written, const std::string& real,
+                                 const std::vector<std::string>& traversed) {
+    auto processDir = [](std::string_view path) -> std::string_view {
+      if (!path.starts_with("/proc/")) return {};
+      const std::string_view pid = path.substr(6, path.find('/', 6) == std::string_view::npos ? std::string_view::npos
+                                                                                              : path.find('/', 6) - 6);
+      if (pid == "self" || pid == "thread-self") return path.substr(0, 6 + pid.size());
+      if (pid.empty() || !std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; })) return {};
+      return path.substr(0, 6 + pid.size());
+    };
+    for (const auto& link : traversed)
+      if (!processDir(link).empty()) return link;
+    const std::string_view dir = processDir(real);
+    if (!dir.empty() && !policy::isWithin(written, dir)) return traversed.empty() ? std::string(dir) : traversed.front();
+    return "";
   }
 
   // A mask hides a path, not the object: a read-denied file with another name

@@ -71,6 +71,32 @@ TEST_F(FailClosedTest, ADeniedProcAndSysAreMaskedWhileTheProgramRuns) {
   EXPECT_NE(r.out.find("proc=1\n0\nWORKSPACE-README\n"), std::string::npos) << r.out << r.err;
 }
 
+// A path that reaches /proc/self (or another process's directory) through a
+// link names the deriving process's files: "/etc/mtab" was derived as
+// "/proc/<stockade's pid>/mounts", which the sandbox's own /proc does not
+// have, so nothing was masked and the child read its mount table while
+// `policy check` called the entry denied. Such an entry is refused naming
+// it; denying "/proc" itself (the fix the message names) holds.
+TEST_F(FailClosedTest, ADeniedPathThroughProcSelfIsRefusedNamingItWhileADeniedProcHidesIt) {
+  const std::string link = ws + "/mounts-link";
+  std::filesystem::create_symlink("/proc/self/mounts", link);
+  for (const std::string& entry : {std::string("/proc/self/mountinfo"), std::string("/proc/mounts"), link}) {
+    policy["filesystem"]["denyRead"] = {entry};
+    auto refused = sh("echo ran; cat /proc/self/mountinfo");
+    EXPECT_EQ(refused.exitCode, 125) << entry << ": " << refused.out;
+    EXPECT_EQ(refused.out, "") << entry;
+    EXPECT_NE(refused.err.find("filesystem.denyRead[0]: \"" + entry + "\" resolves through \"/proc/self\""),
+              std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("Deny \"/proc\" as a whole"), std::string::npos) << refused.err;
+  }
+  // The neighbour: "/proc" denied, the link into it finds nothing, and the program ran.
+  policy["filesystem"]["denyRead"] = {"/proc"};
+  auto masked = sh("cat " + link + "; echo link=$?; cat /proc/self/mountinfo; echo own=$?; cat " + ws + "/README");
+  EXPECT_EQ(masked.out.find(" / "), std::string::npos) << "a mount table was read: " << masked.out;
+  EXPECT_NE(masked.out.find("link=1\nown=1\nWORKSPACE-README\n"), std::string::npos) << masked.out << masked.err;
+}
+
 TEST_F(FailClosedTest, ADeniedDevIsRefusedNamingTheEntryWhileADeniedDevShmIsMasked) {
   policy["filesystem"]["denyRead"] = {"/dev"};
   auto refused = sh("echo ran");
