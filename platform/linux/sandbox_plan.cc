@@ -151,7 +151,7 @@ SandboxPlan planUncheckedSandbox(const DerivedRules& rules, std::optional<std::u
 void checkSandboxPlan(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
                       const policy::WriteRules* broker, SandboxPlan& plan) {
   EnforcementReport& r = plan.report;
-  plan.mounts.readOnlyHost = readOnlyHostMounts(plan.mounts);
+  readHostMounts(rules, plan.mounts);
   const EnforcementPlan enforcement{plan.mounts,  plan.landlock, plan.seccomp,  proxyPort,
                                     plan.limits,  r.pidsLimit,    r.memoryLimit, r.cpuLimit,
                                     plan.cgroupLimits, r.degradations, broker};

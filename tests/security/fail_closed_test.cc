@@ -185,6 +185,37 @@ TEST_F(FailClosedTest, AWriteAllowedDirectoryUnderTmpIsTheHostsWhileTheRestOfTmp
 // degradation, and the rest of that entry stays writable. The read-only
 // mount is made in a child's own mount namespace (private_mounts.h), where
 // stockade runs.
+// A mask hides a path, not the object: a read-denied directory the host also
+// shows elsewhere by a bind mount stayed readable there (the key read at the
+// second mount point while policy check called it denied). The spawn is
+// refused naming the other name; with that denied too, both are hidden.
+TEST_F(FailClosedTest, AReadDeniedDirectoryTheHostAlsoMountsElsewhereIsRefusedNamingTheOtherName) {
+  const std::string alias = outside + "/keys-again";
+  std::filesystem::create_directories(alias);
+  const std::string setup = inPrivateMounts([&]() -> std::string {
+    if (::mount((home + "/.ssh").c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) != 0) return "SETUP: bind";
+    policy["filesystem"]["allowRead"] = nlohmann::json::array();
+    const auto r = sh("echo ran; cat " + alias + "/id_ed25519");
+    policy["filesystem"]["denyRead"].push_back(alias);
+    const auto b = sh("cat " + home + "/.ssh/id_ed25519; cat " + alias + "/id_ed25519; cat " + ws + "/README");
+    return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err + "\x1e" + std::to_string(b.exitCode) + "\n" +
+           b.out + "\x1f" + b.err;
+  });
+  if (setup == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(setup.starts_with("SETUP")) << setup;
+  const std::string first = setup.substr(0, setup.find('\x1e')), second = setup.substr(setup.find('\x1e') + 1);
+  EXPECT_TRUE(first.starts_with("125\n")) << first;
+  EXPECT_EQ(first.find("SECRET"), std::string::npos) << first;
+  EXPECT_NE(first.find("setup step \"coverage\""), std::string::npos) << first;
+  EXPECT_NE(first.find("filesystem.denyRead \"" + home + "/.ssh\": the host shows it (or a directory in it) at \"" +
+                       alias + "\" too"),
+            std::string::npos)
+      << first;
+  // The neighbour: both names denied, the program runs and finds neither.
+  EXPECT_EQ(second.find("SECRET"), std::string::npos) << second;
+  EXPECT_NE(second.find("WORKSPACE-README"), std::string::npos) << second;
+}
+
 TEST_F(FailClosedTest, AWriteAllowedDirectoryTheHostMountsReadOnlyIsRefusedNamingIt) {
   const std::string vol = ws + "/volume";
   std::filesystem::create_directories(vol);
