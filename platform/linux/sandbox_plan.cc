@@ -30,8 +30,8 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
   const Limit kLimits[] = {
       {CgroupController::kPids, limits.pids, "limits.pids", &r.pidsLimit, nullptr},
       {CgroupController::kMemory, limits.memoryBytes, "limits.memoryBytes", &r.memoryLimit,
-       "per process only, as RLIMIT_AS: address space, so tmpfs, /dev/shm and memfd pages are outside it, and each "
-       "process of the sandbox may use the whole limit"},
+       "per process only, as RLIMIT_AS: address space, so tmpfs, /dev/shm, memfd and SysV shared memory pages are "
+       "outside it, and each process of the sandbox may use the whole limit"},
       {CgroupController::kCpu, limits.cpuSeconds, "limits.cpuSeconds", &r.cpuLimit,
        "per process only, as RLIMIT_CPU: each process of the sandbox may use the whole limit"},
   };
