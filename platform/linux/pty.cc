@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,10 +55,15 @@ bool isTerminal(int fd) noexcept { return ::isatty(fd) == 1; }
 
 UniqueFd ownDescription(int fd) noexcept {
   const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || !isTerminal(fd)) return UniqueFd();
+  // A PTY master (TIOCGPTN answers) is not reopened: that makes a new PTY.
+  unsigned ptyNumber = 0;
+  if (flags < 0 || !isTerminal(fd) || ::ioctl(fd, TIOCGPTN, &ptyNumber) == 0) return UniqueFd();
   char path[32];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  return UniqueFd(::open(path, (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC));
+  UniqueFd own(::open(path, (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC));
+  struct stat was {}, is {};  // the same terminal, or none
+  if (!own || ::fstat(fd, &was) != 0 || ::fstat(own.get(), &is) != 0 || was.st_rdev != is.st_rdev) return UniqueFd();
+  return own;
 }
 
 std::optional<SavedTerminal> SavedTerminal::save(int fd) {

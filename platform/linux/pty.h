@@ -42,7 +42,8 @@ bool isTerminal(int fd) noexcept;
 
 // A new open file description of the terminal `fd` (reopened through
 // /proc/self/fd, same access mode and status flags, O_NOCTTY|O_CLOEXEC), or
-// an invalid fd when it cannot be reopened (a terminal of another user's).
+// an invalid fd when it cannot be reopened as the same device (a terminal
+// of another user's; a PTY master, whose reopening makes a new PTY).
 // The file status flags -- O_NONBLOCK, O_APPEND, O_ASYNC and F_SETOWN's
 // owner -- belong to the description, which the operator's shell shares with
 // every descriptor it dup'd: a child given its own description changes only

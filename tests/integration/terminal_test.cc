@@ -247,6 +247,44 @@ TEST_F(TerminalTest, WithMinusTATerminalStockadeCannotReopenHasTheFlagsTheChildS
   expectFlagsStayTheChilds(t, run({"-T"}, {"/bin/sh", "-c", python(setFlagsCode())}));
 }
 
+// A PTY master among fds 0-2 is passed as it is: reopening it would make a
+// new PTY, and the child's output went there, read by nobody.
+TEST_F(TerminalTest, WithMinusTAPtyMasterAsStdoutStillReceivesTheChildsOutput) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  char name[128];
+  ASSERT_EQ(::ptsname_r(master, name, sizeof name), 0);
+  const int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(slave, 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(master, STDOUT_FILENO);
+    const auto argv = run({"-T"}, {"/bin/sh", "-c", "echo through-the-master"});
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string seen;
+  pollfd p = {slave, POLLIN, 0};
+  while (::poll(&p, 1, 500) > 0) {
+    char buf[256];
+    const ssize_t n = ::read(slave, buf, sizeof buf);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<std::size_t>(n));
+    if (seen.find("through-the-master") != std::string::npos) break;
+  }
+  EXPECT_NE(seen.find("through-the-master"), std::string::npos) << seen;
+  ::close(slave);
+  ::close(master);
+}
+
 TEST_F(TerminalTest, WithMinusTTheChildCannotStopTheOperatorsOutputOrUseATerminalIoctlOutsideTheAllowList) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call the ioctls";
   OperatorTerminal t;
