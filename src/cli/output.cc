@@ -28,6 +28,8 @@ std::string terminalSafe(std::string_view text) {
   return out;
 }
 
+void printErrAsIs(std::string_view control) { std::fwrite(control.data(), 1, control.size(), stderr); }
+
 void printErr(std::string_view text) {
   const std::string safe = terminalSafe(text);
   std::fwrite(safe.data(), 1, safe.size(), stderr);

@@ -13,6 +13,10 @@ void printOut(std::string_view text);  // stdout (buffered, flushed at exit)
 // caller got from elsewhere, a child's traceback) never reaches the terminal
 // as an escape sequence.
 void printErr(std::string_view text);
+// stderr as it is: stockade's own terminal control (a progress line's
+// carriage return), or a program's own output (as `stockade run` passes it
+// on); never a value in a message.
+void printErrAsIs(std::string_view control);
 // Each line of `text` on stderr with `prefix` before it ("stockade run: "),
 // so a message of several lines reads as stockade's, line by line.
 void printErrLines(std::string_view prefix, std::string_view text);

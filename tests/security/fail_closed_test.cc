@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "tests/security/sandbox_fixture.h"
 #include "tests/support/private_mounts.h"
@@ -25,6 +26,21 @@ class FailClosedTest : public SandboxTest {
     }
     argv.insert(argv.end(), {"/bin/sh", "-c", script});
     return runProcess(argv);
+  }
+  static std::string outcome(const ProcessResult& r) { return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err; }
+  // Two runs ("exit\nstdout\x1fstderr" each) after `mount` made its mounts
+  // in a mount namespace of the test's own (tests/support/private_mounts.h);
+  // the first is "SETUP: ..." when that could not be made.
+  std::pair<std::string, std::string> twoRunsInOwnMounts(const std::function<const char*()>& mount,
+                                                         const std::function<ProcessResult()>& first,
+                                                         const std::function<ProcessResult()>& second) {
+    const std::string both = inPrivateMounts([&]() -> std::string {
+      if (const char* failed = mount()) return std::string("SETUP: ") + failed;
+      const std::string a = outcome(first());
+      return a + "\x1e" + outcome(second());
+    });
+    const auto cut = both.find('\x1e');
+    return {both.substr(0, cut), cut == std::string::npos ? "" : both.substr(cut + 1)};
   }
   // What a system program needs under a denied "/": the usual directories
   // and the symlinks (merged /usr) they are reached through.
@@ -192,18 +208,20 @@ TEST_F(FailClosedTest, AWriteAllowedDirectoryUnderTmpIsTheHostsWhileTheRestOfTmp
 TEST_F(FailClosedTest, AReadDeniedDirectoryTheHostAlsoMountsElsewhereIsRefusedNamingTheOtherName) {
   const std::string alias = outside + "/keys-again";
   std::filesystem::create_directories(alias);
-  const std::string setup = inPrivateMounts([&]() -> std::string {
-    if (::mount((home + "/.ssh").c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) != 0) return "SETUP: bind";
-    policy["filesystem"]["allowRead"] = nlohmann::json::array();
-    const auto r = sh("echo ran; cat " + alias + "/id_ed25519");
-    policy["filesystem"]["denyRead"].push_back(alias);
-    const auto b = sh("cat " + home + "/.ssh/id_ed25519; cat " + alias + "/id_ed25519; cat " + ws + "/README");
-    return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err + "\x1e" + std::to_string(b.exitCode) + "\n" +
-           b.out + "\x1f" + b.err;
-  });
-  if (setup == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
-  ASSERT_FALSE(setup.starts_with("SETUP")) << setup;
-  const std::string first = setup.substr(0, setup.find('\x1e')), second = setup.substr(setup.find('\x1e') + 1);
+  const auto [first, second] = twoRunsInOwnMounts(
+      [&]() -> const char* {
+        return ::mount((home + "/.ssh").c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) == 0 ? nullptr : "bind";
+      },
+      [&] {
+        policy["filesystem"]["allowRead"] = nlohmann::json::array();
+        return sh("echo ran; cat " + alias + "/id_ed25519");
+      },
+      [&] {
+        policy["filesystem"]["denyRead"].push_back(alias);
+        return sh("cat " + home + "/.ssh/id_ed25519; cat " + alias + "/id_ed25519; cat " + ws + "/README");
+      });
+  if (first == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(first.starts_with("SETUP")) << first;
   EXPECT_TRUE(first.starts_with("125\n")) << first;
   EXPECT_EQ(first.find("SECRET"), std::string::npos) << first;
   EXPECT_NE(first.find("setup step \"coverage\""), std::string::npos) << first;
@@ -220,21 +238,23 @@ TEST_F(FailClosedTest, AWriteAllowedDirectoryTheHostMountsReadOnlyIsRefusedNamin
   const std::string vol = ws + "/volume";
   std::filesystem::create_directories(vol);
   ::chmod(vol.c_str(), 0777);
-  ProcessResult refused, beside;
-  const std::string setup = inPrivateMounts([&]() -> std::string {
-    if (::mount(vol.c_str(), vol.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
-        ::mount(nullptr, vol.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
-      return "SETUP: read-only bind";
-    policy["filesystem"]["allowWrite"] = {ws, vol};
-    const auto r = sh("echo ran");
-    policy["filesystem"]["allowWrite"] = {ws};
-    const auto b = sh("echo made > " + ws + "/made && cat " + ws + "/made; touch " + vol + "/x 2>/dev/null; echo rc=$?");
-    return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err + "\x1e" + std::to_string(b.exitCode) + "\n" +
-           b.out + "\x1f" + b.err;
-  });
-  if (setup == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
-  ASSERT_FALSE(setup.starts_with("SETUP")) << setup;
-  const std::string first = setup.substr(0, setup.find('\x1e')), second = setup.substr(setup.find('\x1e') + 1);
+  const auto [first, second] = twoRunsInOwnMounts(
+      [&]() -> const char* {
+        return ::mount(vol.c_str(), vol.c_str(), nullptr, MS_BIND, nullptr) == 0 &&
+                       ::mount(nullptr, vol.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0
+                   ? nullptr
+                   : "read-only bind";
+      },
+      [&] {
+        policy["filesystem"]["allowWrite"] = {ws, vol};
+        return sh("echo ran");
+      },
+      [&] {
+        policy["filesystem"]["allowWrite"] = {ws};
+        return sh("echo made > " + ws + "/made && cat " + ws + "/made; touch " + vol + "/x 2>/dev/null; echo rc=$?");
+      });
+  if (first == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(first.starts_with("SETUP")) << first;
   EXPECT_TRUE(first.starts_with("125\n")) << first;
   EXPECT_EQ(first.find("ran"), std::string::npos) << first;
   EXPECT_NE(first.find("filesystem.allowWrite \"" + vol + "\": the host mounts \"" + vol + "\" read-only"),
