@@ -328,11 +328,9 @@ class Deriver {
                                  const std::vector<std::string>& traversed) {
     auto processDir = [](std::string_view path) -> std::string_view {
       if (!path.starts_with("/proc/")) return {};
-      const std::string_view pid = path.substr(6, path.find('/', 6) == std::string_view::npos ? std::string_view::npos
-                                                                                              : path.find('/', 6) - 6);
-      if (pid == "self" || pid == "thread-self") return path.substr(0, 6 + pid.size());
-      if (pid.empty() || !std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; })) return {};
-      return path.substr(0, 6 + pid.size());
+      const std::string_view rest = path.substr(6), pid = rest.substr(0, rest.find('/'));
+      const bool isPid = !pid.empty() && std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+      return isPid || pid == "self" || pid == "thread-self" ? path.substr(0, 6 + pid.size()) : std::string_view();
     };
     for (const auto& link : traversed)
       if (!processDir(link).empty()) return link;
