@@ -5,6 +5,7 @@
 // derivation costs the same in an empty workspace and in one of 100,000
 // directories.
 #include <pwd.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -144,15 +145,22 @@ class Deriver {
   // unless the policy opts in by name. Judged by name, and then by object: a
   // directory that is one of those under another name (a bind mount, or the
   // host's "/" mounted at "/host" in a container) is judged as that one.
+  // The home directories are $HOME and every account's (context.accounts):
+  // "/home" holds them all, whoever runs stockade.
   void refuseSystemPaths(const std::vector<std::string>& written, const std::vector<std::string>& real) {
-    std::optional<std::string> home;
-    if (!ctx_.home.empty() && ctx_.home.front() == '/') home = resolve(ctx_.home, {"context.home"});
+    const std::vector<Home> homes = homeDirectories();
     auto judge = [&](const std::string& r) -> std::string {
       if (r == "/") return "the whole filesystem";
       if (std::string tree = systemTree(r); !tree.empty())
         return r == tree ? "the system directory " + policy::quote(tree) : "inside the system directory " + policy::quote(tree);
-      if (home && *home != "/" && policy::isWithin(*home, r))
-        return r == *home ? "the home directory itself" : "a directory holding the home directory " + policy::quote(*home);
+      for (const auto& h : homes) {
+        if (!policy::isWithin(h.path, r)) continue;
+        if (h.account.empty())
+          return r == h.path ? "the home directory itself" : "a directory holding the home directory " + policy::quote(h.path);
+        return r == h.path ? "the home directory of the account " + policy::quote(h.account)
+                           : "a directory holding the home directory " + policy::quote(h.path) + " of the account " +
+                                 policy::quote(h.account);
+      }
       return "";
     };
     for (std::size_t i = 0; i < real.size(); ++i) {
@@ -162,7 +170,7 @@ class Deriver {
       if (!what.empty()) {
         named = written[i] == r ? named + " is" : policy::quote(written[i]) + " resolves to " + policy::quote(r) + ",";
       } else {
-        const std::optional<std::string> same = sameAs(r, home);
+        const std::optional<std::string> same = sameAs(r, homes);
         if (!same || (what = judge(*same)).empty()) continue;
         named += " is " + policy::quote(*same) + " under another name (the same directory, mounted twice),";
       }
@@ -173,6 +181,31 @@ class Deriver {
     }
   }
 
+  // A home directory, real: $HOME (account empty) or an account's.
+  struct Home {
+    std::string path;
+    std::string account;
+  };
+  std::vector<Home> homeDirectories() {
+    std::vector<Home> out;
+    if (!ctx_.home.empty() && ctx_.home.front() == '/') out.push_back({resolve(ctx_.home, {"context.home"}), ""});
+    if (ctx_.accounts.empty()) return out;
+    FILE* db = std::fopen(ctx_.accounts.c_str(), "re");
+    if (!db) return out;  // no account database: only $HOME is known
+    passwd entry{};
+    char buf[4096];
+    for (passwd* pw = nullptr; ::fgetpwent_r(db, &entry, buf, sizeof buf, &pw) == 0 && pw;) {  // (fgetpwent: not thread-safe)
+      if (!pw->pw_dir || pw->pw_dir[0] != '/' || std::string_view(pw->pw_dir) == "/") continue;
+      const auto real = resolver_.resolve(pw->pw_dir);
+      struct stat st {};
+      if (!real || *real == "/" || ::stat(real->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      if (std::none_of(out.begin(), out.end(), [&](const Home& h) { return h.path == *real; }))
+        out.push_back({*real, pw->pw_name ? pw->pw_name : ""});
+    }
+    std::fclose(db);
+    return out;
+  }
+
   // The parent of a real path other than "/".
   static std::string parentDir(const std::string& p) {
     const std::size_t slash = p.rfind('/');
@@ -180,16 +213,18 @@ class Deriver {
   }
 
   // A directory refuseSystemPaths() judges by name, as an object: "/", the
-  // system trees, the home directory and its ancestors.
+  // system trees, the home directories and their ancestors.
   struct Object {
     std::string path;  // real
     dev_t device;
     ino_t inode;
   };
-  std::vector<Object> systemObjects(const std::optional<std::string>& home) {
+  std::vector<Object> systemObjects(const std::vector<Home>& homes) {
     std::vector<std::string> paths = {"/",    "/etc",  "/usr",  "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                                      "/libx32", "/boot", "/dev", "/proc", "/sys", "/var", "/run"};
-    for (std::string h = home.value_or("/"); h != "/"; h = parentDir(h)) paths.push_back(h);
+                                      "/libx32", "/boot", "/dev", "/proc", "/sys", "/var", "/run", "/opt"};
+    for (const auto& home : homes)
+      for (std::string h = home.path; h != "/"; h = parentDir(h))
+        if (std::find(paths.begin(), paths.end(), h) == paths.end()) paths.push_back(h);
     std::vector<Object> out;
     for (const auto& p : paths) {
       const auto realPath = resolver_.resolve(p);
@@ -205,7 +240,7 @@ class Deriver {
   // second name only through a mount (directories have no hard links), and
   // the parent of every object is one too ("/", or an ancestor of the home):
   // only the ancestors that are the root of a mount need comparing.
-  std::optional<std::string> sameAs(const std::string& real, const std::optional<std::string>& home) {
+  std::optional<std::string> sameAs(const std::string& real, const std::vector<Home>& homes) {
     for (std::string a = real; a != "/"; a = parentDir(a)) {
       if (!walked_.insert(a).second) break;  // it and its ancestors are no other name (or derive() failed)
       struct statx st {};
@@ -214,7 +249,7 @@ class Deriver {
         continue;
       // Linux 5.8 reports STATX_ATTR_MOUNT_ROOT; before, every ancestor is compared.
       if ((st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && !(st.stx_attributes & STATX_ATTR_MOUNT_ROOT)) continue;
-      if (!systemObjects_) systemObjects_ = systemObjects(home);
+      if (!systemObjects_) systemObjects_ = systemObjects(homes);
       const dev_t device = makedev(st.stx_dev_major, st.stx_dev_minor);
       for (const auto& o : *systemObjects_) {
         if (o.path == a || o.device != device || o.inode != st.stx_ino) continue;
@@ -229,7 +264,8 @@ class Deriver {
 
   // The system tree a real path lies in ("/etc", "/lib64"), or "".
   static std::string systemTree(std::string_view path) {
-    constexpr std::array<std::string_view, 9> kTrees = {"etc", "usr", "bin", "sbin", "boot", "dev", "proc", "sys", "run"};
+    // /opt: add-on software packages, run by the host's users like /usr's.
+    constexpr std::array<std::string_view, 10> kTrees = {"etc", "usr", "bin", "sbin", "boot", "dev", "proc", "sys", "run", "opt"};
     std::string_view top = path.substr(1, path.find('/', 1) - 1);
     if (std::find(kTrees.begin(), kTrees.end(), top) != kTrees.end() || top.starts_with("lib"))
       return "/" + std::string(top);
@@ -253,8 +289,15 @@ class Deriver {
                 std::vector<std::string>& patterns, Links links) {
     if (!policy::hasGlob(p)) {
       std::vector<std::string> traversed;
-      paths.push_back(resolve(policy::unescapeGlob(p), where, links == Links::kCarveOut ? &traversed : nullptr));
-      paths.insert(paths.end(), traversed.begin(), traversed.end());
+      const std::string written = policy::unescapeGlob(p);
+      std::string real = resolve(written, where, &traversed);
+      if (std::string via = processLink(policy::lexicallyNormal(absolute(written, where)), real, traversed); !via.empty())
+        fail(where, policy::quote(p) + " resolves through " + policy::quote(via) + " to " + policy::quote(real) +
+                        ", a path of whichever process reads it (here stockade itself), not the sandbox's: every process "
+                        "in the sandbox has its own /proc/<pid>, which no rule can take from it. Deny \"/proc\" as a "
+                        "whole (the sandbox's own /proc), or drop the entry");
+      paths.push_back(std::move(real));
+      if (links == Links::kCarveOut) paths.insert(paths.end(), traversed.begin(), traversed.end());
       return;
     }
     std::string pattern = policy::lexicallyNormal(absolute(p, where));
@@ -263,13 +306,37 @@ class Deriver {
     if (!matches)
       fail(where, policy::quote(p) + " had to examine more than 1000000 entries; start the pattern in a narrower directory");
     for (const auto& m : *matches) {
-      auto real = resolver_.resolve(m);
+      std::vector<std::string> traversed;
+      auto real = resolver_.resolve(m, &traversed);
       if (real && *real != m) {
         if (links == Links::kCarveOut) continue;
-        paths.push_back(*real);
+        // A match that is a link into /proc/<pid> ("/etc/mtab"): the link is
+        // masked; its object is the deriving process's, nothing of the sandbox's.
+        if (processLink(m, *real, traversed).empty()) paths.push_back(*real);
       }
       paths.push_back(m);
     }
+  }
+
+  // The link through which a path (`written`, absolute and lexically normal)
+  // reached a process's own directory /proc/<pid> -- /proc/self,
+  // /proc/thread-self, and the links into them (/proc/mounts, /proc/net,
+  // /etc/mtab, /dev/fd) -- or one of its magic links (/proc/1/root), or ""
+  // when it did not. Resolved here, such a path names the deriving process's
+  // files (or what its links point at), not the sandbox's.
+  static std::string processLink(const std::string& written, const std::string& real,
+                                 const std::vector<std::string>& traversed) {
+    auto processDir = [](std::string_view path) -> std::string_view {
+      if (!path.starts_with("/proc/")) return {};
+      const std::string_view rest = path.substr(6), pid = rest.substr(0, rest.find('/'));
+      const bool isPid = !pid.empty() && std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; });
+      return isPid || pid == "self" || pid == "thread-self" ? path.substr(0, 6 + pid.size()) : std::string_view();
+    };
+    for (const auto& link : traversed)
+      if (!processDir(link).empty()) return link;
+    const std::string_view dir = processDir(real);
+    if (!dir.empty() && !policy::isWithin(written, dir)) return traversed.empty() ? std::string(dir) : traversed.front();
+    return "";
   }
 
   // A mask hides a path, not the object: a read-denied file with another name

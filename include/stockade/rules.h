@@ -48,6 +48,9 @@ struct DeriveContext {
   std::string home;                   // for `~`; empty: `~` is an error
   std::optional<std::string> cwd;     // base for relative paths; none: they are errors
   std::optional<std::string> tmpdir;  // the child's private TMPDIR, writable by default
+  // The account database (passwd(5) format) whose home directories are, like
+  // `home`, never writable without filesystem.allowWriteSystemPaths; empty: none.
+  std::string accounts = "/etc/passwd";
 };
 
 class DerivedRules {

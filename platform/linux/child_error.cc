@@ -57,7 +57,22 @@ ChildError& ChildError::add(const char* text) noexcept {
 }
 
 ChildError& ChildError::quoted(const char* text) noexcept {
-  return add("\"").add(text).add("\"");
+  // A path or argv the caller passed: every byte outside printable ASCII
+  // (and the quote and backslash) as \xNN, as audit::printable() writes it,
+  // so that no value becomes a line break or a terminal escape in a message.
+  static constexpr char kHex[] = "0123456789abcdef";
+  add("\"");
+  for (; text != nullptr && *text != '\0'; ++text) {
+    const auto c = static_cast<unsigned char>(*text);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      const char one[2] = {static_cast<char>(c), '\0'};
+      add(one);
+    } else {
+      const char escaped[5] = {'\\', 'x', kHex[c >> 4], kHex[c & 0xf], '\0'};
+      add(escaped);
+    }
+  }
+  return add("\"");
 }
 
 ChildError& ChildError::number(long long value) noexcept {

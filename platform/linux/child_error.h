@@ -51,7 +51,7 @@ struct ChildError {
   // Formatting helpers: append to `call`, truncating silently (the message
   // stays NUL-terminated). Async-signal-safe.
   ChildError& add(const char* text) noexcept;
-  ChildError& quoted(const char* text) noexcept;  // "text"
+  ChildError& quoted(const char* text) noexcept;  // "text", each byte outside printable ASCII as \xNN
   ChildError& number(long long value) noexcept;
   ChildError& hex(unsigned long long value) noexcept;
   void clear() noexcept;

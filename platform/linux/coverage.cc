@@ -99,7 +99,22 @@ class Checker {
                 "/workspace would need a mount point on the host's root: the root must be the sandbox's own");
   }
 
+  // A read-denied object the host shows under another name too (a second
+  // mount of it, or of a directory in it): a mask hides a path, so that name
+  // must show nothing of the host either -- unless the policy carves it back
+  // by name.
+  void otherNames() {
+    for (const auto& o : plan_.mounts.deniedElsewhere) {
+      if (viewAt(plan_.mounts, o.path).source != Source::kHost || deepest(rules_.filesystem().allowRead, o.path)) continue;
+      uncovered(entry("filesystem.denyRead", o.denied),
+                "the host shows it (or a directory in it) at " + policy::quote(o.path) +
+                    " too, by a second mount, and the sandbox would show that: deny " + policy::quote(o.path) +
+                    " as well");
+    }
+  }
+
   void filesystem() {
+    otherNames();
     const auto& fs = rules_.filesystem();
     const MountPlan& mounts = plan_.mounts;
     for (const auto& p : criticalPoints()) {

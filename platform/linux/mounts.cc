@@ -586,22 +586,60 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
   return plan;
 }
 
-std::vector<std::string> readOnlyHostMounts(const MountPlan& plan) {
+void readHostMounts(const DerivedRules& rules, MountPlan& plan) {
   // The mount holding each brokered tree, and the mounts beneath it.
-  std::vector<std::string> out;
+  std::vector<std::string>& out = plan.readOnlyHost;
+  out.clear();
   const std::vector<std::string> trees = plan.brokeredTrees();
   for (const auto& t : trees) {
     struct statvfs st;
     if (::statvfs(t.c_str(), &st) == 0 && (st.f_flag & ST_RDONLY)) out.push_back(t);
   }
+  if (trees.empty() && rules.filesystem().denyRead.empty()) return;
+  const std::vector<MountEntry> table = currentMounts();
   auto belowATree = [&](std::string_view p) {
     return std::any_of(trees.begin(), trees.end(), [&](std::string_view t) { return p != t && beneath(p, t); });
   };
-  if (!trees.empty())
-    for (auto& m : currentMounts())
-      if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
-          std::find(out.begin(), out.end(), m.mountPoint) == out.end())
-        out.push_back(std::move(m.mountPoint));
+  for (const auto& m : table)
+    if ((m.readOnly || m.superReadOnly) && belowATree(m.mountPoint) &&
+        std::find(out.begin(), out.end(), m.mountPoint) == out.end())
+      out.push_back(m.mountPoint);
+  plan.deniedElsewhere = deniedElsewhere(rules, table);
+}
+
+std::vector<MountPlan::OtherName> deniedElsewhere(const DerivedRules& rules, const std::vector<MountEntry>& table) {
+  std::vector<MountPlan::OtherName> out;
+  // `path` from its filesystem's root, through the deepest mount holding it
+  // (the last of equal mount points: the one on top).
+  auto locate = [&](const std::string& path) -> const MountEntry* {
+    const MountEntry* best = nullptr;
+    for (const auto& m : table)
+      if (beneath(path, m.mountPoint) && (!best || m.mountPoint.size() >= best->mountPoint.size())) best = &m;
+    return best;
+  };
+  auto join = [](std::string_view base, std::string_view rest) {
+    if (rest.empty()) return std::string(base);
+    return base == "/" ? std::string(rest) : std::string(base) + std::string(rest);
+  };
+  for (const auto& denied : rules.filesystem().denyRead) {
+    if (denied == "/" || rules.readable(denied)) continue;  // the whole root is rebuilt; a carved-back path shows anyway
+    const MountEntry* at = locate(denied);
+    if (!at || !beneath(denied, at->mountPoint)) continue;
+    const std::string inFs = join(at->root, std::string_view(denied).substr(at->mountPoint == "/" ? 0 : at->mountPoint.size()));
+    for (const auto& m : table) {
+      if (&m == at || m.device != at->device) continue;
+      std::string name;
+      if (beneath(m.root, inFs)) name = m.mountPoint;  // a part of the denied object, mounted here
+      else if (beneath(inFs, m.root))                   // the denied object, inside what is mounted here
+        name = join(m.mountPoint, std::string_view(inFs).substr(m.root == "/" ? 0 : m.root.size()));
+      else
+        continue;
+      if (beneath(name, denied)) continue;  // inside the mask already
+      if (locate(name) != &m) continue;  // another mount covers it there
+      if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o.denied == denied && o.path == name; }))
+        out.push_back({denied, std::move(name)});
+    }
+  }
   return out;
 }
 

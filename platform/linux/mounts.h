@@ -63,6 +63,7 @@
 
 #include "platform/linux/child_error.h"
 #include "platform/linux/host_pins.h"
+#include "platform/linux/mountinfo.h"
 #include "platform/linux/user_counters.h"
 #include "platform/unique_fd.h"
 #include "stockade/rules.h"
@@ -140,6 +141,17 @@ struct MountPlan {
   // Only the coverage check reads it: readOnlyHostMounts() fills it there,
   // off the path to clone (it reads the host's mount table).
   std::vector<std::string> readOnlyHost;
+  // Where the host shows a read-denied object under another name: a second
+  // mount of it, of a directory in it, or of a directory holding it (a bind
+  // of a denied directory elsewhere, the host's "/" again at "/host"). A mask
+  // hides a path, so such a name would still show the object. Only the
+  // coverage check reads it: readOnlyHostMounts() fills it there, with
+  // readOnlyHost, from the same mount table.
+  struct OtherName {
+    std::string denied;  // the denyRead entry
+    std::string path;    // where the host shows it (or a part of it) too
+  };
+  std::vector<OtherName> deniedElsewhere;
   // Scratch for the child (one slot per kBrokered and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;
@@ -185,8 +197,13 @@ MountView viewAt(const MountPlan& plan, std::string_view path);
 // `workspace`: shown at /workspace as well (WorkspaceMount).
 MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace = {});
 
-// MountPlan::readOnlyHost of `plan`, from the host's mount table now.
-std::vector<std::string> readOnlyHostMounts(const MountPlan& plan);
+// MountPlan::readOnlyHost and ::deniedElsewhere of `plan` for `rules`, from
+// the host's mount table now (read once, and only when a brokered tree or a
+// read-denied path asks for it).
+void readHostMounts(const DerivedRules& rules, MountPlan& plan);
+
+// Pure: MountPlan::deniedElsewhere for `rules` in the mount table `table`.
+std::vector<MountPlan::OtherName> deniedElsewhere(const DerivedRules& rules, const std::vector<MountEntry>& table);
 
 // Pure: the size of the private /tmp and of /dev/shm -- limits.memoryBytes
 // when set (the memory cgroup bounds them together; without one each is

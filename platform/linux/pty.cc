@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -51,14 +53,27 @@ std::optional<WindowSize> windowSize(int fd) {
 
 bool isTerminal(int fd) noexcept { return ::isatty(fd) == 1; }
 
+UniqueFd ownDescription(int fd) noexcept {
+  const int flags = ::fcntl(fd, F_GETFL);
+  // A PTY master (TIOCGPTN answers) is not reopened: that makes a new PTY.
+  unsigned ptyNumber = 0;
+  if (flags < 0 || !isTerminal(fd) || ::ioctl(fd, TIOCGPTN, &ptyNumber) == 0) return UniqueFd();
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  UniqueFd own(::open(path, (flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC));
+  struct stat was {}, is {};  // the same terminal, or none
+  if (!own || ::fstat(fd, &was) != 0 || ::fstat(own.get(), &is) != 0 || was.st_rdev != is.st_rdev) return UniqueFd();
+  return own;
+}
+
 std::optional<SavedTerminal> SavedTerminal::save(int fd) {
   termios attributes{};
   if (::tcgetattr(fd, &attributes) != 0) return std::nullopt;
-  return SavedTerminal(fd, attributes);
+  return SavedTerminal(fd, attributes, ::fcntl(fd, F_GETFL));
 }
 
 SavedTerminal::SavedTerminal(SavedTerminal&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_) {}
+    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_), flags_(other.flags_) {}
 
 SavedTerminal::~SavedTerminal() { restore(); }
 
@@ -72,6 +87,7 @@ std::optional<std::string> SavedTerminal::makeRaw() const {
 void SavedTerminal::restore() const noexcept {
   if (fd_ < 0) return;
   (void)::tcsetattr(fd_, TCSANOW, &attributes_);
+  if (flags_ >= 0) (void)::fcntl(fd_, F_SETFL, flags_);
 }
 
 }  // namespace stockade::platform

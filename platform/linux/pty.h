@@ -40,8 +40,20 @@ std::optional<WindowSize> windowSize(int fd);
 
 bool isTerminal(int fd) noexcept;
 
-// A terminal's attributes (termios) as they were when saved; restore() puts
-// them back (TCSANOW). Move-only; the destructor restores.
+// A new open file description of the terminal `fd` (reopened through
+// /proc/self/fd, same access mode and status flags, O_NOCTTY|O_CLOEXEC), or
+// an invalid fd when it cannot be reopened as the same device (a terminal
+// of another user's; a PTY master, whose reopening makes a new PTY).
+// The file status flags -- O_NONBLOCK, O_APPEND, O_ASYNC and F_SETOWN's
+// owner -- belong to the description, which the operator's shell shares with
+// every descriptor it dup'd: a child given its own description changes only
+// its own (a child that set O_NONBLOCK on the shared one left the operator's
+// shell reading EAGAIN after it exited).
+UniqueFd ownDescription(int fd) noexcept;
+
+// A terminal's attributes (termios) and the status flags (F_GETFL) of the
+// descriptor saved, as they were when saved; restore() puts them back
+// (TCSANOW, F_SETFL). Move-only; the destructor restores.
 class SavedTerminal {
  public:
   // nullopt when `fd` is not a terminal.
@@ -57,9 +69,10 @@ class SavedTerminal {
   void restore() const noexcept;
 
  private:
-  SavedTerminal(int fd, const termios& attributes) : fd_(fd), attributes_(attributes) {}
+  SavedTerminal(int fd, const termios& attributes, int flags) : fd_(fd), attributes_(attributes), flags_(flags) {}
   int fd_ = -1;
   termios attributes_{};
+  int flags_ = -1;  // F_GETFL; -1: not known
 };
 
 }  // namespace stockade::platform

@@ -30,8 +30,8 @@ void probeLimits(const DerivedRules& rules, const MountPlan& mounts, const std::
   const Limit kLimits[] = {
       {CgroupController::kPids, limits.pids, "limits.pids", &r.pidsLimit, nullptr},
       {CgroupController::kMemory, limits.memoryBytes, "limits.memoryBytes", &r.memoryLimit,
-       "per process only, as RLIMIT_AS: address space, so tmpfs, /dev/shm and memfd pages are outside it, and each "
-       "process of the sandbox may use the whole limit"},
+       "per process only, as RLIMIT_AS: address space, so tmpfs, /dev/shm, memfd and SysV shared memory pages are "
+       "outside it, and each process of the sandbox may use the whole limit"},
       {CgroupController::kCpu, limits.cpuSeconds, "limits.cpuSeconds", &r.cpuLimit,
        "per process only, as RLIMIT_CPU: each process of the sandbox may use the whole limit"},
   };
@@ -151,7 +151,7 @@ SandboxPlan planUncheckedSandbox(const DerivedRules& rules, std::optional<std::u
 void checkSandboxPlan(const DerivedRules& rules, std::optional<std::uint16_t> proxyPort,
                       const policy::WriteRules* broker, SandboxPlan& plan) {
   EnforcementReport& r = plan.report;
-  plan.mounts.readOnlyHost = readOnlyHostMounts(plan.mounts);
+  readHostMounts(rules, plan.mounts);
   const EnforcementPlan enforcement{plan.mounts,  plan.landlock, plan.seccomp,  proxyPort,
                                     plan.limits,  r.pidsLimit,    r.memoryLimit, r.cpuLimit,
                                     plan.cgroupLimits, r.degradations, broker};

@@ -38,6 +38,7 @@
 #include "platform/linux/network.h"
 #include "platform/linux/privileges.h"
 #include "platform/linux/process.h"
+#include "platform/linux/pty.h"
 #include "platform/linux/raw_syscall.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/write_broker.h"
@@ -767,6 +768,12 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
         (i == 1 ? child.stdoutPipe : child.stderrPipe).reset(p[0]);
       }
     }
+  } else if (request.stdio == Stdio::kInherit) {
+    // A terminal among the caller's fds 0-2 is given as a description of the
+    // child's own (pty.h: ownDescription), so the flags it sets there stay
+    // its own; one that cannot be reopened is shared, and the CLI restores
+    // its flags at the end (SavedTerminal).
+    for (int i = 0; i < 3; ++i) childStdio[i] = ownDescription(i);
   }
 
   ChildPlan childPlan;

@@ -52,7 +52,7 @@ int printExecution(const json& e) {
       const json& chunks = e["logs"][channel];
       if (!chunks.is_array()) continue;
       for (const auto& c : chunks)
-        if (c.is_string()) (channel[3] == 'o' ? printOut : printErr)(c.get_ref<const std::string&>());
+        if (c.is_string()) (channel[3] == 'o' ? printOut : printErrAsIs)(c.get_ref<const std::string&>());
     }
   }
   if (e.contains("results") && e["results"].is_array()) {

@@ -21,6 +21,7 @@
 #include "platform/linux/pty.h"
 #include "platform/linux/spawn.h"
 #include "policy/paths.h"
+#include "src/audit/event.h"
 #include "src/audit/file_sink.h"
 #include "src/audit/limits_event.h"
 #include "src/audit/log.h"
@@ -97,7 +98,7 @@ RunOptions parseRunOptions(const ParsedArgs& args) {
     o.cwd = policy::lexicallyNormal(cwd.starts_with("/") ? cwd : "/workspace/" + cwd);
   } else if (auto cwd = args.value("cwd")) {
     char* real = ::realpath(cwd->c_str(), nullptr);
-    if (!real) throw Failure{"--cwd \"" + *cwd + "\": " + std::strerror(errno)};
+    if (!real) throw Failure{"--cwd " + audit::printable(*cwd) + ": " + std::strerror(errno)};
     o.cwd = real;
     std::free(real);
   } else {
@@ -251,8 +252,10 @@ int run(const RunOptions& o) {
       });
   if (auto* e = std::get_if<platform::SpawnError>(&outcome)) {
     int code = execFailureCode(*e);
-    if (code == kExitNotFound) printErr("stockade run: " + o.argv[0] + ": not found (" + e->message() + ")\n");
-    else if (code == kExitNotExecutable) printErr("stockade run: " + o.argv[0] + ": cannot execute (" + e->message() + ")\n");
+    if (code == kExitNotFound)
+      printErr("stockade run: " + audit::printable(o.argv[0]) + ": not found (" + e->message() + ")\n");
+    else if (code == kExitNotExecutable)
+      printErr("stockade run: " + audit::printable(o.argv[0]) + ": cannot execute (" + e->message() + ")\n");
     else printErr("stockade run: " + e->message() + (o.strict ? " (--strict)" : "") + "\n");
     return code;
   }

@@ -105,9 +105,10 @@ class Progress {
     shown_ = true;
     char line[160];
     if (total_)
-      std::snprintf(line, sizeof line, "\r%s: %.1f / %.1f MiB", what_.c_str(), done_ / 1048576.0, *total_ / 1048576.0);
+      std::snprintf(line, sizeof line, "%s: %.1f / %.1f MiB", what_.c_str(), done_ / 1048576.0, *total_ / 1048576.0);
     else
-      std::snprintf(line, sizeof line, "\r%s: %.1f MiB", what_.c_str(), done_ / 1048576.0);
+      std::snprintf(line, sizeof line, "%s: %.1f MiB", what_.c_str(), done_ / 1048576.0);
+    printErrAsIs("\r");  // back to the line's start: stockade's own, not in the (escaped) line
     printErr(line);
   }
 

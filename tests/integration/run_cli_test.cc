@@ -74,10 +74,38 @@ TEST_F(RunCliTest, AMissingProgramExits127AndANonExecutableOne126) {
   EXPECT_NE(notExec.err.find("EACCES"), std::string::npos) << notExec.err;
 }
 
+// A program name or working directory an agent took from elsewhere is a
+// value in stockade's messages: written raw, its ESC sequences and line
+// breaks reached the operator's terminal (and forged lines). Every line on
+// stderr starts with "stockade" and no control character arrives raw.
+TEST_F(RunCliTest, ControlCharactersInTheProgramAndCwdReachStderrEscaped) {
+  const std::string evil = "/no-such\x1b]0;owned\x07\x1b[2J\nstockade run: forged\xc2\x9b";
+  for (const auto& argv : {run({"--cwd", dir_, "--", evil}), run({"--cwd", evil, "--", "/bin/true"})}) {
+    auto r = runProcess(argv);
+    EXPECT_NE(r.exitCode, 0);
+    EXPECT_NE(r.err.find("\\x1b]0;owned\\x07\\x1b[2J\\x0astockade run: forged\\xc2\\x9b"), std::string::npos) << r.err;
+    for (std::size_t i = 0; i + 1 < r.err.size(); ++i) {
+      const auto c = static_cast<unsigned char>(r.err[i]);
+      EXPECT_FALSE((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || (c == 0xc2 && (r.err[i + 1] & 0xe0) == 0x80))
+          << "raw control byte " << int(c) << " at " << i << " in: " << r.err;
+    }
+    for (std::size_t at = 0; at < r.err.size(); at = r.err.find('\n', at) + 1) {
+      EXPECT_EQ(r.err.compare(at, 8, "stockade"), 0) << "a line not stockade's: " << r.err.substr(at);
+      if (r.err.find('\n', at) == std::string::npos) break;
+    }
+  }
+  // The neighbour: a plain name is still named plainly.
+  auto plain = runProcess(run({"--cwd", dir_, "--", "/no-such-program"}));
+  EXPECT_NE(plain.err.find("\"/no-such-program\": not found"), std::string::npos) << plain.err;
+}
+
 TEST_F(RunCliTest, TheDefaultPolicysDotInASystemDirectoryIsRefusedNamingTheEntryAndTheFix) {
   // The default policy writes to ".": from /etc that would be the host's
-  // configuration, from / every path (which the mounts cannot honour anyway).
-  for (std::string cwd : {"/etc", "/"}) {
+  // configuration, from / every path (which the mounts cannot honour anyway),
+  // from /opt the host's add-on software.
+  std::vector<std::string> cwds = {"/etc", "/"};
+  if (std::filesystem::is_directory("/opt")) cwds.push_back("/opt");
+  for (const std::string& cwd : cwds) {
     const std::string target = (cwd == "/" ? "" : cwd) + "/stockade-owned-" + std::to_string(::getpid());
     auto r = runProcess(run({"--cwd", cwd, "--", "/bin/touch", target}));
     EXPECT_EQ(r.exitCode, 125) << cwd << ": " << r.err;

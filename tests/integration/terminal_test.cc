@@ -101,6 +101,11 @@ class OperatorTerminal {
     return now.c_iflag == before_.c_iflag && now.c_oflag == before_.c_oflag && now.c_cflag == before_.c_cflag &&
            now.c_lflag == before_.c_lflag && std::memcmp(now.c_cc, before_.c_cc, sizeof now.c_cc) == 0;
   }
+  // The status flags (F_GETFL) of the description the operator's shell
+  // holds, which stockade's fds 0-2 are dup'd from.
+  int statusFlags() const { return ::fcntl(slave_, F_GETFL); }
+  // A terminal device its owner cannot open again (mode 0): root still can.
+  void forbidReopening() { ASSERT_EQ(::fchmod(slave_, 0), 0) << std::strerror(errno); }
   int lineDiscipline() const {
     int ldisc = -1;
     ::ioctl(slave_, TIOCGETD, &ldisc);
@@ -192,6 +197,92 @@ TEST_F(TerminalTest, WithMinusTTheChildHasTheTerminalButItsStateIsRestoredAndDan
   EXPECT_TRUE(t.attributesAsBefore()) << "stty raw -echo outlived the child";
   EXPECT_GE(ioctlDenials(TIOCSETD), 1);
   EXPECT_GE(ioctlDenials(TIOCEXCL), 1);
+}
+
+// The file status flags belong to the open file description, which the
+// operator's shell shares with the descriptors it gives stockade: a child
+// that set O_NONBLOCK there left the shell's reads failing with EAGAIN after
+// it exited. The child gets a description of its own (it sees its flags
+// set), or, when the terminal cannot be reopened, stockade restores them.
+void expectFlagsStayTheChilds(OperatorTerminal& t, const std::vector<std::string>& argv) {
+  const int before = t.statusFlags();
+  ASSERT_GE(before, 0);
+  ASSERT_EQ(before & (O_NONBLOCK | O_APPEND | O_ASYNC), 0);
+  t.start(argv);
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("child flags set 1"), std::string::npos)
+      << "the child ran and its own descriptor has the flags: " << t.output();
+  EXPECT_EQ(t.statusFlags(), before) << "O_NONBLOCK|O_APPEND|O_ASYNC outlived the child on the operator's terminal";
+}
+
+std::string setFlagsCode() {
+  return "import os\n"
+         "for fd in (0, 1, 2):\n"
+         " fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK | os.O_APPEND | os.O_ASYNC)\n"
+         "fcntl.ioctl(0, termios.FIONBIO, struct.pack(\"i\", 1))\n"
+         "f = fcntl.fcntl(0, fcntl.F_GETFL)\n"
+         "print(\"child flags set\", int(f & os.O_NONBLOCK != 0 and f & os.O_APPEND != 0), flush=True)";
+}
+
+TEST_F(TerminalTest, WithMinusTTheFlagsTheChildSetsOnItsTerminalDescriptorStayItsOwn) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call fcntl";
+  OperatorTerminal t;
+  expectFlagsStayTheChilds(t, run({"-T"}, {"/bin/sh", "-c", python(setFlagsCode())}));
+}
+
+TEST_F(TerminalTest, WithStdoutRedirectedTheFlagsTheChildSetsOnTheTerminalStdinStayItsOwn) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call fcntl";
+  OperatorTerminal t;
+  // No -T: stdout is not a terminal, so the child gets fds 0-2 as they are.
+  expectFlagsStayTheChilds(
+      t, {"/bin/sh", "-c",
+          "\"$0\" \"$@\" | cat",  // stockade's stdout a pipe, its stdin and stderr the terminal
+          stockadeBinary(), "run", "--cwd", work_.path(), "--audit", audit_, "--", "/bin/sh", "-c", python(setFlagsCode())});
+}
+
+TEST_F(TerminalTest, WithMinusTATerminalStockadeCannotReopenHasTheFlagsTheChildSetRestored) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call fcntl";
+  OperatorTerminal t;
+  t.forbidReopening();  // as root reopening still works: that path is checked then
+  expectFlagsStayTheChilds(t, run({"-T"}, {"/bin/sh", "-c", python(setFlagsCode())}));
+}
+
+// A PTY master among fds 0-2 is passed as it is: reopening it would make a
+// new PTY, and the child's output went there, read by nobody.
+TEST_F(TerminalTest, WithMinusTAPtyMasterAsStdoutStillReceivesTheChildsOutput) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  char name[128];
+  ASSERT_EQ(::ptsname_r(master, name, sizeof name), 0);
+  const int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(slave, 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(master, STDOUT_FILENO);
+    const auto argv = run({"-T"}, {"/bin/sh", "-c", "echo through-the-master"});
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::string seen;
+  pollfd p = {slave, POLLIN, 0};
+  while (::poll(&p, 1, 500) > 0) {
+    char buf[256];
+    const ssize_t n = ::read(slave, buf, sizeof buf);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<std::size_t>(n));
+    if (seen.find("through-the-master") != std::string::npos) break;
+  }
+  EXPECT_NE(seen.find("through-the-master"), std::string::npos) << seen;
+  ::close(slave);
+  ::close(master);
 }
 
 TEST_F(TerminalTest, WithMinusTTheChildCannotStopTheOperatorsOutputOrUseATerminalIoctlOutsideTheAllowList) {

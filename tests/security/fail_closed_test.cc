@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "tests/security/sandbox_fixture.h"
 #include "tests/support/private_mounts.h"
@@ -25,6 +26,21 @@ class FailClosedTest : public SandboxTest {
     }
     argv.insert(argv.end(), {"/bin/sh", "-c", script});
     return runProcess(argv);
+  }
+  static std::string outcome(const ProcessResult& r) { return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err; }
+  // Two runs ("exit\nstdout\x1fstderr" each) after `mount` made its mounts
+  // in a mount namespace of the test's own (tests/support/private_mounts.h);
+  // the first is "SETUP: ..." when that could not be made.
+  std::pair<std::string, std::string> twoRunsInOwnMounts(const std::function<const char*()>& mount,
+                                                         const std::function<ProcessResult()>& first,
+                                                         const std::function<ProcessResult()>& second) {
+    const std::string both = inPrivateMounts([&]() -> std::string {
+      if (const char* failed = mount()) return std::string("SETUP: ") + failed;
+      const std::string a = outcome(first());
+      return a + "\x1e" + outcome(second());
+    });
+    const auto cut = both.find('\x1e');
+    return {both.substr(0, cut), cut == std::string::npos ? "" : both.substr(cut + 1)};
   }
   // What a system program needs under a denied "/": the usual directories
   // and the symlinks (merged /usr) they are reached through.
@@ -69,6 +85,32 @@ TEST_F(FailClosedTest, ADeniedProcAndSysAreMaskedWhileTheProgramRuns) {
   auto r = sh("cat /proc/self/status; echo proc=$?; ls /sys | wc -l; cat " + ws + "/README");
   EXPECT_EQ(r.out.find("Name:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("proc=1\n0\nWORKSPACE-README\n"), std::string::npos) << r.out << r.err;
+}
+
+// A path that reaches /proc/self (or another process's directory) through a
+// link names the deriving process's files: "/etc/mtab" was derived as
+// "/proc/<stockade's pid>/mounts", which the sandbox's own /proc does not
+// have, so nothing was masked and the child read its mount table while
+// `policy check` called the entry denied. Such an entry is refused naming
+// it; denying "/proc" itself (the fix the message names) holds.
+TEST_F(FailClosedTest, ADeniedPathThroughProcSelfIsRefusedNamingItWhileADeniedProcHidesIt) {
+  const std::string link = ws + "/mounts-link";
+  std::filesystem::create_symlink("/proc/self/mounts", link);
+  for (const std::string& entry : {std::string("/proc/self/mountinfo"), std::string("/proc/mounts"), link}) {
+    policy["filesystem"]["denyRead"] = {entry};
+    auto refused = sh("echo ran; cat /proc/self/mountinfo");
+    EXPECT_EQ(refused.exitCode, 125) << entry << ": " << refused.out;
+    EXPECT_EQ(refused.out, "") << entry;
+    EXPECT_NE(refused.err.find("filesystem.denyRead[0]: \"" + entry + "\" resolves through \"/proc/self\""),
+              std::string::npos)
+        << refused.err;
+    EXPECT_NE(refused.err.find("Deny \"/proc\" as a whole"), std::string::npos) << refused.err;
+  }
+  // The neighbour: "/proc" denied, the link into it finds nothing, and the program ran.
+  policy["filesystem"]["denyRead"] = {"/proc"};
+  auto masked = sh("cat " + link + "; echo link=$?; cat /proc/self/mountinfo; echo own=$?; cat " + ws + "/README");
+  EXPECT_EQ(masked.out.find(" / "), std::string::npos) << "a mount table was read: " << masked.out;
+  EXPECT_NE(masked.out.find("link=1\nown=1\nWORKSPACE-README\n"), std::string::npos) << masked.out << masked.err;
 }
 
 TEST_F(FailClosedTest, ADeniedDevIsRefusedNamingTheEntryWhileADeniedDevShmIsMasked) {
@@ -159,25 +201,60 @@ TEST_F(FailClosedTest, AWriteAllowedDirectoryUnderTmpIsTheHostsWhileTheRestOfTmp
 // degradation, and the rest of that entry stays writable. The read-only
 // mount is made in a child's own mount namespace (private_mounts.h), where
 // stockade runs.
+// A mask hides a path, not the object: a read-denied directory the host also
+// shows elsewhere by a bind mount stayed readable there (the key read at the
+// second mount point while policy check called it denied). The spawn is
+// refused naming the other name; with that denied too, both are hidden.
+TEST_F(FailClosedTest, AReadDeniedDirectoryTheHostAlsoMountsElsewhereIsRefusedNamingTheOtherName) {
+  const std::string alias = outside + "/keys-again";
+  std::filesystem::create_directories(alias);
+  const auto [first, second] = twoRunsInOwnMounts(
+      [&]() -> const char* {
+        return ::mount((home + "/.ssh").c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) == 0 ? nullptr : "bind";
+      },
+      [&] {
+        policy["filesystem"]["allowRead"] = nlohmann::json::array();
+        return sh("echo ran; cat " + alias + "/id_ed25519");
+      },
+      [&] {
+        policy["filesystem"]["denyRead"].push_back(alias);
+        return sh("cat " + home + "/.ssh/id_ed25519; cat " + alias + "/id_ed25519; cat " + ws + "/README");
+      });
+  if (first == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(first.starts_with("SETUP")) << first;
+  EXPECT_TRUE(first.starts_with("125\n")) << first;
+  EXPECT_EQ(first.find("SECRET"), std::string::npos) << first;
+  EXPECT_NE(first.find("setup step \"coverage\""), std::string::npos) << first;
+  EXPECT_NE(first.find("filesystem.denyRead \"" + home + "/.ssh\": the host shows it (or a directory in it) at \"" +
+                       alias + "\" too"),
+            std::string::npos)
+      << first;
+  // The neighbour: both names denied, the program runs and finds neither.
+  EXPECT_EQ(second.find("SECRET"), std::string::npos) << second;
+  EXPECT_NE(second.find("WORKSPACE-README"), std::string::npos) << second;
+}
+
 TEST_F(FailClosedTest, AWriteAllowedDirectoryTheHostMountsReadOnlyIsRefusedNamingIt) {
   const std::string vol = ws + "/volume";
   std::filesystem::create_directories(vol);
   ::chmod(vol.c_str(), 0777);
-  ProcessResult refused, beside;
-  const std::string setup = inPrivateMounts([&]() -> std::string {
-    if (::mount(vol.c_str(), vol.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
-        ::mount(nullptr, vol.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
-      return "SETUP: read-only bind";
-    policy["filesystem"]["allowWrite"] = {ws, vol};
-    const auto r = sh("echo ran");
-    policy["filesystem"]["allowWrite"] = {ws};
-    const auto b = sh("echo made > " + ws + "/made && cat " + ws + "/made; touch " + vol + "/x 2>/dev/null; echo rc=$?");
-    return std::to_string(r.exitCode) + "\n" + r.out + "\x1f" + r.err + "\x1e" + std::to_string(b.exitCode) + "\n" +
-           b.out + "\x1f" + b.err;
-  });
-  if (setup == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
-  ASSERT_FALSE(setup.starts_with("SETUP")) << setup;
-  const std::string first = setup.substr(0, setup.find('\x1e')), second = setup.substr(setup.find('\x1e') + 1);
+  const auto [first, second] = twoRunsInOwnMounts(
+      [&]() -> const char* {
+        return ::mount(vol.c_str(), vol.c_str(), nullptr, MS_BIND, nullptr) == 0 &&
+                       ::mount(nullptr, vol.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0
+                   ? nullptr
+                   : "read-only bind";
+      },
+      [&] {
+        policy["filesystem"]["allowWrite"] = {ws, vol};
+        return sh("echo ran");
+      },
+      [&] {
+        policy["filesystem"]["allowWrite"] = {ws};
+        return sh("echo made > " + ws + "/made && cat " + ws + "/made; touch " + vol + "/x 2>/dev/null; echo rc=$?");
+      });
+  if (first == "SETUP: unshare") GTEST_SKIP() << "unshare(CLONE_NEWUSER | CLONE_NEWNS) is refused to this user: no mounts of its own to make";
+  ASSERT_FALSE(first.starts_with("SETUP")) << first;
   EXPECT_TRUE(first.starts_with("125\n")) << first;
   EXPECT_EQ(first.find("ran"), std::string::npos) << first;
   EXPECT_NE(first.find("filesystem.allowWrite \"" + vol + "\": the host mounts \"" + vol + "\" read-only"),

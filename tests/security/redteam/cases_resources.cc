@@ -17,8 +17,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "tests/security/redteam/redteam.h"
 
 namespace stockade::redteam {
@@ -108,15 +106,6 @@ Verdict pagesBalloon(const Context&, bool memfd) {
 }
 Verdict tmpfsBalloon(const Context& c) { return pagesBalloon(c, false); }
 
-// Host side of the memory cases: they attack memoryBytes alone, and filling
-// 1 GiB takes CPU time -- 0.5 s on an idle host, ~2 s in a loaded CI run,
-// where the fixed cpuSeconds of 2 then ended a balloon (SIGKILL) before its
-// verdict. They run with room to spare; cpu-hog and cpu-fork-chain test the CPU limit.
-void cpuHeadroom(HostContext& h) {
-  auto policy = nlohmann::json::parse(h.policy);
-  policy["limits"]["cpuSeconds"] = 20;
-  h.policy = policy.dump();
-}
 Verdict memfdBalloon(const Context& c) { return pagesBalloon(c, true); }
 
 Verdict diskFiller(const Context& c) {

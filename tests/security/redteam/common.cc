@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/security/redteam/redteam.h"
 #include "tests/support/read_file.h"
 
@@ -38,6 +40,12 @@ bool registerCases(std::vector<Case> cases) {
 }
 
 const std::vector<Case>& allCases() { return registry(); }
+
+void cpuHeadroom(HostContext& h) {
+  auto policy = nlohmann::json::parse(h.policy);
+  policy["limits"]["cpuSeconds"] = 20;
+  h.policy = policy.dump();
+}
 
 std::map<std::string, std::string> listing(const std::string& dir) {
   std::map<std::string, std::string> out;

@@ -113,6 +113,13 @@ struct Case {
   RunIn runIn = RunIn::kStockadeRun;
 };
 
+// Host side of the memory cases (hostSetup): they attack memoryBytes alone,
+// and filling 1 GiB takes CPU time -- 0.5 s on an idle host, ~2 s in a loaded
+// CI run, where the fixed cpuSeconds of 2 then ended a balloon (SIGKILL)
+// before its verdict. They run with room to spare (cpuSeconds 20);
+// cpu-hog and cpu-fork-chain test the CPU limit.
+void cpuHeadroom(HostContext& h);
+
 // Cases register themselves at static initialisation (one table per category file).
 bool registerCases(std::vector<Case> cases);
 const std::vector<Case>& allCases();

@@ -253,6 +253,40 @@ TEST_F(CoverageTest, AHostRootUnderADeniedRootIsNamed) {
   EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"/\"")) << texts(c.uncovered);
 }
 
+// The host's mount table shows a denied directory a second time: a bind of
+// it (or of a directory in it) elsewhere, or a second mount of a directory
+// holding it. Each other name is found, and the check requires it hidden.
+TEST_F(CoverageTest, ADeniedDirectoryTheHostMountsASecondTimeIsNamedAtItsOtherName) {
+  const DerivedRules r = rules({{"filesystem", {{"denyRead", {home_ + "/.ssh"}}, {"allowWrite", {ws_}}}}});
+  const std::string text = "20 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                           "21 20 8:1 " + home_ + "/.ssh /mnt/keys rw - ext4 /dev/sda1 rw\n"   // the denied tree again
+                           "22 20 8:1 " + home_ + "/.ssh/sub /mnt/sub rw - ext4 /dev/sda1 rw\n"  // a part of it
+                           "23 20 8:1 / /host rw - ext4 /dev/sda1 rw\n"                           // "/" again
+                           "24 20 8:2 " + home_ + "/.ssh /mnt/other-disk rw - ext4 /dev/sda2 rw\n"  // another filesystem
+                           "25 20 8:1 /srv /srv rw - ext4 /dev/sda1 rw\n";                         // an unrelated bind
+  const auto found = deniedElsewhere(r, parseMountInfo(text));
+  std::vector<std::string> otherNames;
+  for (const auto& o : found) {
+    EXPECT_EQ(o.denied, home_ + "/.ssh");
+    otherNames.push_back(o.path);
+  }
+  EXPECT_EQ(otherNames, (std::vector<std::string>{"/mnt/keys", "/mnt/sub", "/host" + home_ + "/.ssh"}));
+
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  plan.mounts.deniedElsewhere = found;
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.denyRead \"" + home_ + "/.ssh\"")) << texts(c.uncovered);
+  EXPECT_NE(texts(c.uncovered).find("the host shows it (or a directory in it) at \"/mnt/keys\" too"), std::string::npos)
+      << texts(c.uncovered);
+  // The neighbour: every other name denied too, the plan is covered.
+  const DerivedRules all = rules({{"filesystem",
+                                   {{"denyRead", {home_ + "/.ssh", "/mnt/keys", "/mnt/sub", "/host" + home_ + "/.ssh"}},
+                                    {"allowWrite", {ws_}}}}});
+  SandboxPlan covered = planSandbox(all, std::nullopt);
+  covered.mounts.deniedElsewhere = deniedElsewhere(all, parseMountInfo(text));
+  EXPECT_TRUE(check(all, covered).uncovered.empty()) << texts(check(all, covered).uncovered);
+}
+
 TEST_F(CoverageTest, AMaskInsideACarveOutIsRequired) {
   const DerivedRules r = rules({{"filesystem",
                                  {{"denyRead", {home_, home_ + "/.ssh/id_ed25519"}},

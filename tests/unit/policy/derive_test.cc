@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "policy/git_hooks.h"
 #include "policy/paths.h"
 #include "policy/protected_names.h"
+#include "policy/text.h"
 #include "stockade/rules.h"
 #include "tests/support/private_mounts.h"
 #include "tests/support/temp_dir.h"
@@ -213,8 +215,82 @@ INSTANTIATE_TEST_SUITE_P(
                       SystemPathCase{"Sys", "/sys/fs/cgroup", "", "\"/sys\""},
                       SystemPathCase{"Var", "/var/lib/dpkg", "", "\"/var\""},
                       SystemPathCase{"Run", "/run/user", "", "\"/run\""},
+                      SystemPathCase{"Opt", "/opt/vendor", "", "inside the system directory \"/opt\""},
                       SystemPathCase{"TheHomeItself", "~", "", "the home directory itself"},
                       SystemPathCase{"AboveTheHome", "..", "", "holding the home directory"}));
+
+// Every account's home directory counts, not only $HOME: as root, "/home"
+// holds every user's home (their rc files, ~/.local/bin on their PATH).
+TEST_F(DeriveTest, AnotherAccountsHomeAndADirectoryHoldingItAreRefusedWhileAProjectInsideStaysWritable) {
+  const std::string homes = t_.dir("homes"), alice = t_.dir("homes/alice"), project = t_.dir("homes/alice/project");
+  const std::string accounts = t_ / "passwd";
+  {
+    std::ofstream db(accounts);
+    db << "root:x:0:0:root:" << home_ << ":/bin/sh\n"
+       << "alice:x:1000:1000::" << alice << ":/bin/sh\n"
+       << "daemon:x:1:1::/:/usr/sbin/nologin\n"                      // "/": not a home to hold
+       << "ghost:x:2:2::" << t_ / "no-such-home" << ":/bin/sh\n";  // no such directory: nothing to judge
+  }
+  DeriveContext c = ctx();
+  c.accounts = accounts;
+  auto refused = [&](const std::string& entry, const std::string& what) {
+    nlohmann::json policy = {{"filesystem", {{"allowWrite", {entry}}, {"denyRead", nlohmann::json::array()}}}};
+    auto r = derive(SandboxPolicy::fromJson(policy.dump()), c);
+    ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << entry;
+    EXPECT_EQ(std::get<PolicyError>(r).path, "filesystem.allowWrite[0]");
+    EXPECT_NE(std::get<PolicyError>(r).message.find(what), std::string::npos) << std::get<PolicyError>(r).text();
+    EXPECT_NE(std::get<PolicyError>(r).message.find("\"filesystem.allowWriteSystemPaths\": true"), std::string::npos);
+  };
+  refused(alice, "is the home directory of the account \"alice\"");
+  refused(homes, "a directory holding the home directory \"" + alice + "\" of the account \"alice\"");
+  EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":[")" + project + R"("]}})", c).writable(project + "/x"));
+  // Without the database only $HOME counts.
+  c.accounts.clear();
+  EXPECT_TRUE(deriveOk(R"({"filesystem":{"allowWrite":[")" + alice + R"("]}})", c).writable(alice + "/x"));
+}
+
+// /proc/self is whichever process reads it: resolved at derivation it is
+// stockade's own /proc/<pid>, nothing in the sandbox (where each process has
+// its own). A read rule reaching a process's directory through a link is
+// refused naming the link; one naming a /proc path as it is stays.
+TEST_F(DeriveTest, AReadRuleReachingAProcessDirectoryThroughALinkIsRefusedNamingTheLink) {
+  const std::string link = t_ / "mountinfo-link";
+  std::filesystem::create_symlink("/proc/self/mountinfo", link);
+  struct Entry {
+    const char* field;
+    std::string path, via;
+  };
+  for (const auto& e : {Entry{"denyRead", "/proc/self/environ", "/proc/self"},
+                        Entry{"denyRead", "/proc/thread-self/status", "/proc/thread-self"},
+                        Entry{"denyRead", "/proc/mounts", "/proc/self"},
+                        Entry{"denyRead", link, "/proc/self"},
+                        Entry{"allowRead", "/proc/self/root", "/proc/self"},
+                        Entry{"denyWrite", "/proc/self/fd/1", "/proc/self"}}) {
+    nlohmann::json policy = {{"filesystem", {{"denyRead", {"/proc"}}, {"allowRead", nlohmann::json::array()}}}};
+    policy["filesystem"][e.field] = {e.path};
+    if (std::string(e.field) == "denyRead") policy["filesystem"]["denyRead"] = {e.path};
+    auto r = derive(SandboxPolicy::fromJson(policy.dump()), ctx());
+    ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << e.field << " " << e.path;
+    EXPECT_EQ(std::get<PolicyError>(r).path, std::string("filesystem.") + e.field + "[0]");
+    EXPECT_NE(std::get<PolicyError>(r).message.find(policy::quote(e.path) + " resolves through " + policy::quote(e.via)),
+              std::string::npos)
+        << std::get<PolicyError>(r).text();
+  }
+  // The neighbours: /proc paths named as they are.
+  auto r = deriveOk(R"({"filesystem":{"denyRead":["/proc/1/environ","/proc/kallsyms"],"allowRead":[]}})");
+  EXPECT_TRUE(has(r.filesystem().denyRead, "/proc/1/environ"));
+  EXPECT_TRUE(has(r.filesystem().denyRead, "/proc/kallsyms"));
+}
+
+// A glob's match that is a link into /proc/self: the link is masked, and the
+// deriving process's file it names is not a rule.
+TEST_F(DeriveTest, AGlobMatchThatIsALinkIntoProcSelfGivesTheLinkOnly) {
+  const std::string links = t_.dir("links");
+  std::filesystem::create_symlink("/proc/self/mounts", links + "/mtab");
+  auto r = deriveOk(R"({"filesystem":{"denyRead":[")" + links + R"(/mt[a]b"],"allowRead":[]}})");
+  EXPECT_TRUE(has(r.filesystem().denyRead, links + "/mtab"));
+  for (const auto& p : r.filesystem().denyRead) EXPECT_FALSE(p.starts_with("/proc/")) << p;
+}
 
 TEST_F(DeriveTest, VarTmpTmpAndProjectDirectoriesStayWritableWithoutTheOptIn) {
   auto r = deriveOk(R"({"filesystem":{"allowWrite":["/var/tmp/x","/tmp","~/proj","/srv/data","."]}})");
