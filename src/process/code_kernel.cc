@@ -86,8 +86,12 @@ class CodeKernel::Process : public std::enable_shared_from_this<CodeKernel::Proc
   }
 
   void onEnd(const Ending& ending) {
-    record_->ended(ending);
+    // The record says it ended (a processes API wait returns) only once
+    // `ended` is set under `mu`: a code call after that wait found the
+    // record gone but not `ended`, and answered 503 instead of starting a
+    // fresh kernel. (Order: `mu`, then the record's lock, as code() takes them.)
     std::lock_guard lock(mu);
+    record_->ended(ending);
     raw(LogChannel::kStdout, buffer_);
     buffer_.clear();
     const ProcessDto dto = record_->snapshot();
