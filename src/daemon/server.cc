@@ -271,10 +271,25 @@ struct WakeSignal {
   }
 };
 
-Waker makeWaker(const std::shared_ptr<WakeSignal>& signal) {
+// Whether the server's io_context still takes work. Wakers run on other
+// threads (a ThreadedReply's, a body's producer) and can outlive it.
+struct IoLife {
+  std::mutex mu;
+  bool open = true;
+};
+
+// The signal stays its connection's: a waker never holds it, so its timer
+// is never destroyed on the waker's thread. (ASan saw a waker's thread drop
+// the last reference at daemon shutdown and destroy the timer after the
+// io_context's timer service.)
+Waker makeWaker(const std::shared_ptr<WakeSignal>& signal, std::shared_ptr<IoLife> life) {
   std::weak_ptr<WakeSignal> weak = signal;
-  return [weak] {
-    if (auto s = weak.lock()) asio::post(s->timer.get_executor(), [s] { s->fire(); });
+  return [weak, life = std::move(life), ex = signal->timer.get_executor()] {
+    std::lock_guard lock(life->mu);
+    if (life->open)
+      asio::post(ex, [weak] {
+        if (auto s = weak.lock()) s->fire();
+      });
   };
 }
 
@@ -448,6 +463,7 @@ struct Server::Impl {
   std::shared_ptr<Handler> handler;
   AccessLog log;
   asio::io_context ioc;
+  std::shared_ptr<IoLife> ioLife = std::make_shared<IoLife>();  // closed by stop(), before ioc goes
   asio::thread_pool workers;
   asio::basic_socket_acceptor<Proto> acceptor;
   std::vector<std::thread> threads;
@@ -821,7 +837,7 @@ struct Server::Impl {
       co_await handOverSocket(*c, *direct, hasBody, continueFirst, version);
     } else {
       auto signal = std::make_shared<WakeSignal>(c->stream.get_executor());
-      pipe->setWaker(makeWaker(signal));
+      pipe->setWaker(makeWaker(signal, ioLife));
       asio::co_spawn(c->stream.get_executor(), pumpBody(c, parser, pipe, signal, continueFirst, version),
                      asio::detached);
     }
@@ -963,7 +979,7 @@ struct Server::Impl {
   awaitable<std::optional<Response>> awaitDeferred(Conn& c, std::shared_ptr<DeferredReply> reply,
                                                    PeerWatch watch = PeerWatch::kOn) {
     auto signal = std::make_shared<WakeSignal>(c.stream.get_executor());
-    Waker wake = makeWaker(signal);
+    Waker wake = makeWaker(signal, ioLife);
     if (watch == PeerWatch::kOn)
       asio::co_spawn(c.stream.get_executor(), watchPeer(c.shared_from_this(), signal, c.stream.socket()),
                      asio::detached);
@@ -998,7 +1014,7 @@ struct Server::Impl {
     co_await http::async_write_header(c.stream, sr, tok(ec));
     if (ec) co_return;
     auto signal = std::make_shared<WakeSignal>(c.stream.get_executor());
-    Waker wake = makeWaker(signal);
+    Waker wake = makeWaker(signal, ioLife);
     asio::co_spawn(c.stream.get_executor(), watchPeer(c.shared_from_this(), signal, c.stream.socket()), asio::detached);
     std::string out;
     bool complete = false;
@@ -1059,7 +1075,7 @@ struct Server::Impl {
     }
     x.record.status = 101;
     auto signal = std::make_shared<WakeSignal>(ws.get_executor());
-    Waker wake = makeWaker(signal);
+    Waker wake = makeWaker(signal, ioLife);
     asio::co_spawn(ws.get_executor(), readWebSocket(c, duplex, signal), asio::detached);
     std::string out;
     bool ended = false;
@@ -1142,6 +1158,10 @@ void Server::stop() {
   i.ioc.stop();
   for (auto& t : i.threads) t.join();
   i.threads.clear();
+  {
+    std::lock_guard lock(i.ioLife->mu);
+    i.ioLife->open = false;
+  }
   i.workers.join();
   struct stat st{};
   if (i.options.listen.kind == ListenAddress::Kind::kUnix && ::lstat(i.options.listen.path.c_str(), &st) == 0 &&
