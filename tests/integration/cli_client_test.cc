@@ -293,10 +293,16 @@ TEST_F(CliProcessTest, AttachPutsTheTerminalInRawModeAndRestoresIt) {
   };
   // Raw mode: the local terminal no longer echoes or cooks; what comes back
   // is the sandbox's terminal echoing, then cat.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Waited for, not slept for: a sanitizer build on a loaded machine took
+  // longer than a fixed 300 ms to start, and the detach key below then went
+  // to a terminal still cooked, so attach never saw it.
   termios during{};
-  ::tcgetattr(master, &during);
-  EXPECT_EQ(during.c_lflag & (ECHO | ICANON), 0u) << "attach did not put the terminal in raw mode";
+  for (int i = 0; i < 1000; ++i) {
+    ::tcgetattr(master, &during);
+    if ((during.c_lflag & (ECHO | ICANON)) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(during.c_lflag & (ECHO | ICANON), 0u) << "attach did not put the terminal in raw mode within 20 s";
   ASSERT_EQ(::write(master, "ping\r", 5), 5);
   EXPECT_TRUE(readUntil("ping")) << screen;
   ASSERT_EQ(::write(master, "\x1d", 1), 1);  // Ctrl-]: detach
