@@ -70,6 +70,7 @@ inline int openat(int dir, const char* path, int flags, mode_t mode = 0) noexcep
 }
 inline int open(const char* path, int flags, mode_t mode = 0) noexcept { return openat(AT_FDCWD, path, flags, mode); }
 inline int dup2(int from, int to) noexcept { return static_cast<int>(call(SYS_dup2, from, to)); }
+inline int dup3(int from, int to, int flags) noexcept { return static_cast<int>(call(SYS_dup3, from, to, flags)); }
 inline int fcntl(int fd, int cmd, long value = 0) noexcept { return static_cast<int>(call(SYS_fcntl, fd, cmd, value)); }
 inline int ioctl(int fd, unsigned long request, long value = 0) noexcept {
   return static_cast<int>(call(SYS_ioctl, fd, static_cast<long>(request), value));

@@ -81,12 +81,53 @@ struct ChildPlan {
   RlimitPlan limits;
 #if defined(STOCKADE_SANITIZER_REPORTS)
   // Sanitizer builds only: a duplicate of the supervisor's stderr (CLOEXEC),
-  // init's fd 2 once the program has exec'd, so that a sanitizer report of
-  // init's is seen (until then fd 2 is the program's stderr, where a report of
-  // the setup goes).
+  // the child's fd 2 through the whole setup and init's again once the
+  // program has exec'd, so that a sanitizer report of the setup's or init's
+  // reaches the supervisor (the program's stderr waits at gParkedStderr).
   int sanitizerReportFd = -1;
 #endif
 };
+
+#if defined(STOCKADE_SANITIZER_REPORTS)
+// Sanitizer builds only: where the program's stderr waits during the setup
+// (CLOEXEC), made its fd 2 just before execve() (execveProgram()); -1 when
+// not parked (fd 2 is then the program's stderr all along, as in a release
+// build). The child's own variable: it is a copy of the supervisor's memory.
+int gParkedStderr = -1;
+
+// Puts the program's stderr (fd 2) aside and the supervisor's in its place,
+// unless one of the child's own descriptors is fd 2. Async-signal-safe.
+void parkProgramStderr(const ChildPlan& plan) noexcept {
+  if (plan.sanitizerReportFd < 0) return;
+  for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0], plan.cgroupTasks[1],
+                 plan.cgroupTasks[2]})
+    if (fd == STDERR_FILENO) return;
+  for (int fd : plan.treeFds)
+    if (fd == STDERR_FILENO) return;
+  const int parked = sys::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (parked < 0) return;
+  if (sys::dup2(plan.sanitizerReportFd, STDERR_FILENO) < 0) {
+    sys::close(parked);
+    return;
+  }
+  gParkedStderr = parked;
+}
+#endif
+
+// execve() with the program's stderr at fd 2: in a sanitizer build it waits
+// at gParkedStderr, and the supervisor's comes back if execve() fails.
+void execveProgram(const ChildPlan& plan, const char* file, char* const* argv, char* const* envp) noexcept {
+#if defined(STOCKADE_SANITIZER_REPORTS)
+  if (gParkedStderr >= 0) sys::dup2(gParkedStderr, STDERR_FILENO);
+  sys::execve(file, argv, envp);
+  const int err = errno;
+  if (gParkedStderr >= 0) sys::dup2(plan.sanitizerReportFd, STDERR_FILENO);
+  errno = err;
+#else
+  (void)plan;
+  sys::execve(file, argv, envp);
+#endif
+}
 
 // The program as the child received it, in memory it mapped itself.
 struct ProgramView {
@@ -208,7 +249,7 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
 [[noreturn]] void execProgram(const ChildPlan& plan, const ProgramView& program, ChildError& error) noexcept {
   const char* file = program.argv[0];
   if (sys::find(file, '/') != nullptr) {
-    sys::execve(file, program.argv, program.envp);
+    execveProgram(plan, file, program.argv, program.envp);
     error.add("execve(").quoted(file).add(")");
     fail(plan, error, SetupStep::kExec);
   }
@@ -229,7 +270,7 @@ bool receiveProgram(const ChildPlan& plan, ProgramView& program, ChildError& err
       }
       candidate[n++] = '/';
       sys::copy(candidate + n, file, fileLen + 1);
-      sys::execve(candidate, program.argv, program.envp);
+      execveProgram(plan, candidate, program.argv, program.envp);
       if (errno != ENOENT && errno != ENOTDIR && firstSignificant == 0) firstSignificant = errno;
     }
     if (!end) break;
@@ -251,6 +292,7 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
     keep[count++] = fd;
 #if defined(STOCKADE_SANITIZER_REPORTS)
   keep[count++] = plan.sanitizerReportFd;
+  keep[count++] = gParkedStderr;
 #endif
   for (int fd : plan.treeFds) {
     if (count == kMaxKeep) {
@@ -322,11 +364,16 @@ bool openSandboxPty(const ChildPlan& plan, ChildError& error) noexcept {
     error.add("ioctl(ptmx, TIOCGPTPEER, O_RDWR|O_NOCTTY)");
     return error.fail(SetupStep::kTerminal);
   }
-  for (int i = 0; i < 3; ++i)
-    if (sys::dup2(slave, i) < 0) {
+  for (int i = 0; i < 3; ++i) {
+    int to = i;
+#if defined(STOCKADE_SANITIZER_REPORTS)
+    if (i == STDERR_FILENO && gParkedStderr >= 0) to = gParkedStderr;  // (made fd 2 before execve)
+#endif
+    if ((to == i ? sys::dup2(slave, to) : sys::dup3(slave, to, O_CLOEXEC)) < 0) {
       error.add("dup2(pty slave, ").number(i).add(")");
       return error.fail(SetupStep::kTerminal);
     }
+  }
   sys::close(slave);
   if (sys::ioctl(0, TIOCSCTTY, 0) != 0) {
     error.add("ioctl(0, TIOCSCTTY, 0)");
@@ -480,6 +527,9 @@ void forwardSignal(int sig) noexcept {
   // (prepare()), and copies it held would keep other children's stdin from
   // reaching EOF and the supervisor's exit from being seen; so everything
   // but its own fds goes now, and its own close at exec.
+#if defined(STOCKADE_SANITIZER_REPORTS)
+  parkProgramStderr(plan);
+#endif
   if (!mutation::disabled(mutation::Layer::kFdClosing) && !closeAllBut(plan, error)) report(plan, error);
   if (plan.newSession && sys::setsid() < 0) {
     error.add("setsid()");
