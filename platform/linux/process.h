@@ -24,8 +24,9 @@ struct ExitStatus {
   Kind kind = Kind::kExited;
   int value = 0;  // exit code or signal number
   ResourceUsage usage;  // waitid()'s rusage
-  // Sandbox waits only (spawn.h): the whole-sandbox limit the sandbox reached
-  // -- "limits.memoryBytes" or "limits.cpuSeconds" (it was killed for it),
+  // Sandbox waits only (spawn.h): the limit the sandbox reached --
+  // "limits.memoryBytes" or "limits.cpuSeconds" (it was killed for it),
+  // "limits.fileSizeBytes" (the program was ended by its SIGXFSZ),
   // "limits.pids" (a fork was refused) -- or nullptr; and its CPU time, when
   // its cgroup accounted for it.
   const char* limit = nullptr;

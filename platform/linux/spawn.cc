@@ -846,6 +846,7 @@ std::variant<PreparedSandbox, SpawnError> PreparedSandbox::start(const SandboxRe
   childPlan.seccomp = &seccompProgram(plan.seccomp);
   childPlan.limits = plan.limits;
   child.cpuRlimitSeconds = plan.limits.cpuSeconds;
+  child.fileSizeLimitBytes = plan.limits.fileSizeBytes;
 #if defined(STOCKADE_SANITIZER_REPORTS)
   // Closed here once the child has its copy (end of scope).
   UniqueFd sanitizerReports(::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3));
@@ -1013,6 +1014,10 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
     out.limit = "limits.cpuSeconds";
     out.cpuTime = used;
   }
+  // RLIMIT_FSIZE: a write past it fails with EFBIG after the kernel sent the
+  // writer SIGXFSZ, which ends a program that does not catch it. (A SIGXFSZ
+  // the program sends itself looks the same: it can only misname its own end.)
+  if (child.fileSizeLimitBytes != 0 && record.signaled && record.value == SIGXFSZ) out.limit = "limits.fileSizeBytes";
   return out;
 }
 
@@ -1027,7 +1032,7 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
     // Every task is gone (init was reaped, and it outlives them all): the counters are final.
     auto counted = child.cgroup.usage();
     if (auto* usage = std::get_if<CgroupUsage>(&counted)) {
-      out.limit = limitReached(*usage, child.cgroup.limits());
+      if (const char* reached = limitReached(*usage, child.cgroup.limits())) out.limit = reached;
       if (usage->cpuNanoseconds) out.cpuTime = std::chrono::nanoseconds(*usage->cpuNanoseconds);
     }
     (void)child.cgroup.remove();

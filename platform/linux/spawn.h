@@ -125,6 +125,9 @@ struct Child {
   // limits.cpuSeconds as the program's RLIMIT_CPU (no cgroup accounts the
   // sandbox's CPU), else 0: its SIGKILL at that much CPU is the limit's.
   std::uint64_t cpuRlimitSeconds = 0;
+  // limits.fileSizeBytes (RLIMIT_FSIZE), else 0: a program ended by the
+  // SIGXFSZ the kernel sends at a write past it was ended by the limit.
+  std::uint64_t fileSizeLimitBytes = 0;
   // limits.pids, memoryBytes, cpuSeconds: the sandbox's cgroup; waitExit()
   // removes it once the sandbox is gone (and so does its destructor, if
   // nobody waited).

@@ -39,6 +39,9 @@ std::string limitMessage(const platform::ExitStatus& status, const Limits& limit
   }
   if (limit == "limits.pids")
     return limit + ": a fork was refused (EAGAIN) at the limit of " + std::to_string(limits.pids) + " tasks";
+  if (limit == "limits.fileSizeBytes")
+    return limit + ": a write went past the limit of " + std::to_string(limits.fileSizeBytes) +
+           " bytes per file, and the kernel's SIGXFSZ ended the program";
   return limit;
 }
 

@@ -182,6 +182,7 @@ TEST_F(DaemonAbuseTest, ADiskFillerIsStoppedByTheFileSizeLimitWithSigxfszWhileAF
   json dto = attack(filler, {"/usr/bin/dd", "if=/dev/zero", "of=/workspace/filler", "bs=1M", "count=1024"});
   EXPECT_EQ(dto.value("reason", ""), "signaled") << dto;
   EXPECT_EQ(dto.value("signal", ""), "SIGXFSZ") << dto;
+  EXPECT_EQ(metric(dto, "killedByLimit"), "limits.fileSizeBytes") << dto;
   auto bytes = c->request("GET", "/v1/sandboxes/" + filler + "/files?path=/workspace/filler");
   EXPECT_EQ(bytes.body.size(), 4 * kMiB) << "the filler's file is not cut at limits.fileSizeBytes";
   auto kept = c->request("GET", "/v1/sandboxes/" + filler + "/files?path=/workspace/within");

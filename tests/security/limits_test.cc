@@ -391,6 +391,24 @@ TEST_F(FileSizeLimitTest, ThePreallocationIoctlIsRefusedWhileWritesWithinTheLimi
   EXPECT_EQ(statOf(ws + "/written").st_size, static_cast<off_t>(kMiB));
 }
 
+TEST_F(FileSizeLimitTest, AWritePastTheLimitEndsTheProgramNamingTheLimitWhileOneUpToItExitsCleanly) {
+  auto within = run({"fill", ws + "/within", "1"});
+  EXPECT_EQ(within.exitCode, 0) << within.out << within.err;
+  auto clean = lastEvent("exit");
+  EXPECT_FALSE(clean.contains("limit")) << clean;
+  EXPECT_EQ(clean["reason"], "exited") << clean;
+
+  auto past = run({"fill", ws + "/past", "2"});
+  EXPECT_EQ(past.exitCode, 128 + SIGXFSZ) << past.out << past.err;
+  EXPECT_EQ(statOf(ws + "/past").st_size, static_cast<off_t>(kMiB)) << "the file grew past limits.fileSizeBytes";
+  auto ended = lastEvent("exit");
+  EXPECT_EQ(ended["limit"], "limits.fileSizeBytes") << ended;
+  EXPECT_EQ(ended["reason"], "limits.fileSizeBytes") << ended;
+  EXPECT_NE(past.err.find("stockade run: limits.fileSizeBytes: a write went past the limit of 1048576 bytes per file"),
+            std::string::npos)
+      << past.err;
+}
+
 TEST_F(FileSizeLimitTest, WithoutAFileSizeLimitFallocateIsNotTrapped) {
   setLimits(0, 0, 0);
   auto r = run({"fallocate", ws + "/free", "1", "0", std::to_string(2 * kMiB)});
