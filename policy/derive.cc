@@ -84,6 +84,9 @@ class Deriver {
     throw DeriveFailure{{where.text(), std::move(message)}};
   }
 
+  // What the caller calls the working directory ("--cwd", "\"workspace\"").
+  std::string cwdName() const { return ctx_.cwdName.empty() ? "DeriveContext::cwd" : ctx_.cwdName; }
+
   // `~` and relative forms made absolute. Not lexically normalised: "link/.."
   // must be resolved the kernel's way, by the PathResolver.
   std::string absolute(const std::string& p, const Where& where) const {
@@ -96,7 +99,8 @@ class Deriver {
       out = p;
     } else {
       if (!ctx_.cwd || ctx_.cwd->empty() || ctx_.cwd->front() != '/')
-        fail(where, policy::quote(p) + " is relative and no working directory was given; pass --cwd or write an absolute path");
+        fail(where, policy::quote(p) + " is relative and no working directory was given; give one (" + cwdName() +
+                        ") or write an absolute path");
       out = *ctx_.cwd + "/" + p;
     }
     return out;
@@ -176,7 +180,7 @@ class Deriver {
       }
       fail({"filesystem.allowWrite", i},
            named + " " + what + ": a child could change the host itself. Name a narrower directory (for \".\", "
-                                "run from a project directory or pass --cwd), or set "
+                                "a project directory as the working directory, " + cwdName() + "), or set "
                                 "\"filesystem.allowWriteSystemPaths\": true to allow it on purpose");
     }
   }

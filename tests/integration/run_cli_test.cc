@@ -111,6 +111,7 @@ TEST_F(RunCliTest, TheDefaultPolicysDotInASystemDirectoryIsRefusedNamingTheEntry
     EXPECT_EQ(r.exitCode, 125) << cwd << ": " << r.err;
     EXPECT_NE(r.err.find("filesystem.allowWrite[0]: \".\" resolves to \"" + cwd + "\""), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("allowWriteSystemPaths"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("as the working directory, --cwd"), std::string::npos) << "the CLI's own flag: " << r.err;
     EXPECT_FALSE(std::filesystem::exists(target)) << target;
   }
   // The allowed neighbour: the same program from a project directory writes.
