@@ -1021,6 +1021,13 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   return out;
 }
 
+// The cgroup's CPU time plus what the supervisor spent answering the
+// sandbox's trapped calls (Child::answeringNs): both are the sandbox's doing.
+CgroupUsage withAnswering(CgroupUsage usage, const Child& child) {
+  if (usage.cpuNanoseconds && child.answeringNs) *usage.cpuNanoseconds += child.answeringNs->load();
+  return usage;
+}
+
 // Reaps the exited init: the program's status, with the limit the sandbox
 // reached and its CPU time read from its cgroup before the cgroup is removed.
 std::variant<ExitStatus, std::string> reap(const Child& child) {
@@ -1032,6 +1039,7 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
     // Every task is gone (init was reaped, and it outlives them all): the counters are final.
     auto counted = child.cgroup.usage();
     if (auto* usage = std::get_if<CgroupUsage>(&counted)) {
+      *usage = withAnswering(*usage, child);
       if (const char* reached = limitReached(*usage, child.cgroup.limits())) out.limit = reached;
       if (usage->cpuNanoseconds) out.cpuTime = std::chrono::nanoseconds(*usage->cpuNanoseconds);
     }
@@ -1045,7 +1053,13 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
 std::variant<const char*, std::string> overLimit(const Child& child) {
   auto usage = child.cgroup.usage();
   if (auto* e = std::get_if<std::string>(&usage)) return *e;
-  return limitToKillFor(std::get<CgroupUsage>(usage), child.cgroup.limits());
+  return limitToKillFor(withAnswering(std::get<CgroupUsage>(usage), child), child.cgroup.limits());
+}
+
+std::uint64_t threadCpuNs() noexcept {
+  timespec t{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(t.tv_nsec);
 }
 
 std::variant<WaitEvent, std::string> waitEvent(const Child& child,
@@ -1080,9 +1094,11 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
     }
     if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
     if (fds[2].revents & POLLIN) {
+      const std::uint64_t before = threadCpuNs();
       auto denial = answerNotification(child.seccompListener.get(), *child.broker);
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
       if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
+      *child.answeringNs += threadCpuNs() - before;
     } else if (fds[2].revents & (POLLHUP | POLLERR)) {
       listening = false;  // no task is left under the filter
     }
