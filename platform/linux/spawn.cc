@@ -1028,6 +1028,14 @@ CgroupUsage withAnswering(CgroupUsage usage, const Child& child) {
   return usage;
 }
 
+// Under RLIMIT_CPU (no cgroup accounts the sandbox's CPU: `cpuNanoseconds`
+// unknown) the kernel bounds each process, and nothing the supervisor's
+// answering: that is bounded by the same limit on its own.
+bool answeringOverRlimit(const std::optional<std::uint64_t>& cgroupCpu, const Child& child) {
+  return !cgroupCpu && child.cpuRlimitSeconds != 0 && child.answeringNs &&
+         child.answeringNs->load() / 1'000'000'000u >= child.cpuRlimitSeconds;
+}
+
 // Reaps the exited init: the program's status, with the limit the sandbox
 // reached and its CPU time read from its cgroup before the cgroup is removed.
 std::variant<ExitStatus, std::string> reap(const Child& child) {
@@ -1035,15 +1043,21 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
   auto* initStatus = std::get_if<ExitStatus>(&status);
   if (!initStatus) return status;
   ExitStatus out = programStatus(child, *initStatus);
+  std::optional<std::uint64_t> cgroupCpu;
   if (child.cgroup.valid()) {
     // Every task is gone (init was reaped, and it outlives them all): the counters are final.
     auto counted = child.cgroup.usage();
     if (auto* usage = std::get_if<CgroupUsage>(&counted)) {
+      cgroupCpu = usage->cpuNanoseconds;
       *usage = withAnswering(*usage, child);
       if (const char* reached = limitReached(*usage, child.cgroup.limits())) out.limit = reached;
       if (usage->cpuNanoseconds) out.cpuTime = std::chrono::nanoseconds(*usage->cpuNanoseconds);
     }
     (void)child.cgroup.remove();
+  }
+  if (!out.limit && answeringOverRlimit(cgroupCpu, child)) {
+    out.limit = "limits.cpuSeconds";
+    out.cpuTime = std::chrono::nanoseconds(child.answeringNs->load());
   }
   return out;
 }
@@ -1051,10 +1065,18 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
 }  // namespace
 
 std::variant<const char*, std::string> overLimit(const Child& child) {
-  auto usage = child.cgroup.usage();
-  if (auto* e = std::get_if<std::string>(&usage)) return *e;
-  return limitToKillFor(withAnswering(std::get<CgroupUsage>(usage), child), child.cgroup.limits());
+  std::optional<std::uint64_t> cgroupCpu;
+  if (child.cgroup.valid()) {
+    auto usage = child.cgroup.usage();
+    if (auto* e = std::get_if<std::string>(&usage)) return *e;
+    cgroupCpu = std::get<CgroupUsage>(usage).cpuNanoseconds;
+    if (const char* kill = limitToKillFor(withAnswering(std::get<CgroupUsage>(usage), child), child.cgroup.limits()))
+      return kill;
+  }
+  return answeringOverRlimit(cgroupCpu, child) ? "limits.cpuSeconds" : nullptr;
 }
+
+bool watchesLimits(const Child& child) noexcept { return child.cgroup.needsWatching() || child.cpuRlimitSeconds != 0; }
 
 std::uint64_t threadCpuNs() noexcept {
   timespec t{};
@@ -1067,7 +1089,7 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
                                                int alsoWatch) {
   using Clock = std::chrono::steady_clock;
   bool listening = child.seccompListener.valid();
-  const bool watchLimits = child.cgroup.needsWatching();
+  const bool watchLimits = watchesLimits(child);
   auto nextCheck = Clock::now() + kLimitCheckInterval;
   for (;;) {
     int waitMs = -1;

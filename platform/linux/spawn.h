@@ -240,6 +240,10 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
 // "limits.memoryBytes"), or nullptr; reads its cgroup's counters (cgroup.h,
 // limitToKillFor()). The error names the file that could not be read.
 std::variant<const char*, std::string> overLimit(const Child& child);
+// Whether overLimit() must be asked every kLimitCheckInterval: a cgroup
+// limit the kernel does not enforce by itself, or limits.cpuSeconds as
+// RLIMIT_CPU (the supervisor's answering is bounded by overLimit()).
+bool watchesLimits(const Child& child) noexcept;
 
 // The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in ns: taken
 // around the supervisor's work for one sandbox, the difference goes to its

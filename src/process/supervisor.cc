@@ -163,7 +163,7 @@ void Supervised::start() {
   // whole sandbox by itself (cpuSeconds, a cgroup v1 memory limit) are read
   // from its cgroup on a timer; over one, the sandbox is killed, and the exit
   // report names the limit.
-  if (child_.cgroup.needsWatching() && !watch_.periodic)
+  if (platform::watchesLimits(child_) && !watch_.periodic)
     watch_.periodic = PeriodicCheck{platform::kLimitCheckInterval, [this]() -> std::optional<std::string> {
                                       auto over = platform::overLimit(child_);
                                       if (auto* err = std::get_if<std::string>(&over)) {

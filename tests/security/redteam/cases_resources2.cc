@@ -134,7 +134,7 @@ const bool registered = registerCases({
      mlockBeyondShare},
     {"resource-exhaustion", "denied-call-flood", "flood denied calls: the supervisor's CPU answering them, outside the cgroup",
      "issue 9 §4, §7 (host resources outside the limits, floods reaching the supervisor)", deniedCallFlood, "ptrace",
-     kNoCgroupUnprivileged, "limits.cpuSeconds"},
+     {}, "limits.cpuSeconds"},
 });
 
 }  // namespace
