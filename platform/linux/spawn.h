@@ -122,7 +122,7 @@ struct Child {
   std::shared_ptr<WriteBroker> broker;
   // The CPU time (ns) the supervisor has spent answering the sandbox's
   // trapped calls -- receiving, deciding, performing, answering and auditing
-  // them -- which whoever answers adds here (answeringTime()). The
+  // them -- which whoever answers adds here (threadCpuNs() around it). The
   // sandbox's cgroup does not see it (a flood of denied calls once made the
   // supervisor spend 4.6 times the sandbox's own CPU, unlimited), so it
   // counts with the cgroup's CPU time against limits.cpuSeconds and in the

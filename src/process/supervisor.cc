@@ -106,7 +106,7 @@ struct Supervised::Answerer {
     // All of this thread's CPU time is the sandbox's doing: published to
     // Child::answeringNs every kPublishEvery answers (one clock read per
     // batch, not per call) and when the thread ends.
-    constexpr int kPublishEvery = 64;
+    constexpr unsigned kPublishEvery = 64;
     std::uint64_t published = 0;
     auto publish = [&] {
       const std::uint64_t now = platform::threadCpuNs();
@@ -117,7 +117,7 @@ struct Supervised::Answerer {
       decltype(publish)& f;
       ~AtEnd() { f(); }
     } atEnd{publish};
-    for (int answers = 1;; ++answers) {
+    for (unsigned answers = 1;; ++answers) {  // (wraps harmlessly)
       if (answers % kPublishEvery == 0) publish();
       bool received = false;
       auto answered = platform::answerNotification(listener.get(), *broker, &received);
