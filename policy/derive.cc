@@ -170,7 +170,8 @@ class Deriver {
         }
       for (const auto& m : b_.fs.mandatoryDenyWrite)
         if (why.empty() && policy::isWithin(real[i], m))
-          why = (m == real[i] ? "is " : "lies inside ") + policy::quote(m) + ", which stockade never lets a child write (git runs or reads it)";
+          why = (m == real[i] ? "is " : "lies inside ") + policy::quote(m) +
+                ", which stockade never lets a child write (git runs or reads it)";
       struct stat st {};
       const bool directory = ::lstat(real[i].c_str(), &st) != 0 || S_ISDIR(st.st_mode);  // missing: a tree to come
       if (why.empty())
