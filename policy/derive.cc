@@ -52,11 +52,16 @@ class Deriver {
     if (!fs.allowWriteSystemPaths) refuseSystemPaths(fs.allowWrite, b_.fs.allowWrite);
     refuseHiddenWrites(fs.allowWrite, b_.fs.allowWrite);
     checkHardLinks();
-    for (std::size_t i = 0; i < fs.denyWrite.size(); ++i)
+    for (std::size_t i = 0; i < fs.denyWrite.size(); ++i) {
+      std::size_t before = b_.fs.denyWrite.size();
       addEntry(fs.denyWrite[i], {"filesystem.denyWrite", i}, b_.fs.denyWrite, b_.fs.denyWritePatterns, Links::kBoth);
+      for (std::size_t j = before; j < b_.fs.denyWrite.size(); ++j)
+        writeDeniedBy_.emplace(b_.fs.denyWrite[j], Where{"filesystem.denyWrite", i});
+    }
     b_.fs.defaultWrite = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"};
     if (ctx_.tmpdir) b_.fs.defaultWrite.push_back(resolve(*ctx_.tmpdir, {"context.tmpdir"}));
     protectWhatGitRuns();
+    refuseDeadWrites(fs.allowWrite, b_.fs.allowWrite);
 
     const auto& net = policy_.network();
     b_.net.allowedDomains = domains(net.allowedDomains, policy::DomainUse::kAllow);
@@ -84,6 +89,9 @@ class Deriver {
     throw DeriveFailure{{where.text(), std::move(message)}};
   }
 
+  // What the caller calls the working directory ("--cwd", "\"workspace\"").
+  std::string cwdName() const { return ctx_.cwdName.empty() ? "DeriveContext::cwd" : ctx_.cwdName; }
+
   // `~` and relative forms made absolute. Not lexically normalised: "link/.."
   // must be resolved the kernel's way, by the PathResolver.
   std::string absolute(const std::string& p, const Where& where) const {
@@ -96,7 +104,8 @@ class Deriver {
       out = p;
     } else {
       if (!ctx_.cwd || ctx_.cwd->empty() || ctx_.cwd->front() != '/')
-        fail(where, policy::quote(p) + " is relative and no working directory was given; pass --cwd or write an absolute path");
+        fail(where, policy::quote(p) + " is relative and no working directory was given; give one (" + cwdName() +
+                        ") or write an absolute path");
       out = *ctx_.cwd + "/" + p;
     }
     return out;
@@ -140,6 +149,44 @@ class Deriver {
     }
   }
 
+  // A writable tree that a write deny covers as a whole -- inside (or at) a
+  // denyWrite entry or one of its glob's matches, a path stockade protects
+  // (what git runs), or a protected name -- is one the child can write
+  // nothing in: every write there is refused, since the denies win. The
+  // rules would claim writable what is not. Refused, naming both, like the
+  // writable tree inside a read-denied one: every rule is checked, whichever
+  // list it came from.
+  void refuseDeadWrites(const std::vector<std::string>& written, const std::vector<std::string>& real) {
+    const policy::ProtectedNameMatcher names(b_.fs.protectedNames);
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      const std::string named =
+          written[i] == real[i] ? policy::quote(real[i]) : policy::quote(written[i]) + " (" + policy::quote(real[i]) + ")";
+      std::string why;
+      for (const auto& d : b_.fs.denyWrite)
+        if (why.empty() && policy::isWithin(real[i], d)) {
+          auto by = writeDeniedBy_.find(d);
+          why = (d == real[i] ? "is the write-denied " : "lies inside the write-denied ") + policy::quote(d) + " (" +
+                (by == writeDeniedBy_.end() ? std::string("filesystem.denyWrite") : by->second.text()) + ")";
+        }
+      for (const auto& m : b_.fs.mandatoryDenyWrite)
+        if (why.empty() && policy::isWithin(real[i], m))
+          why = (m == real[i] ? "is " : "lies inside ") + policy::quote(m) +
+                ", which stockade never lets a child write (git runs or reads it)";
+      struct stat st {};
+      const bool directory = ::lstat(real[i].c_str(), &st) != 0 || S_ISDIR(st.st_mode);  // missing: a tree to come
+      if (why.empty())
+        if (const ProtectedName* p = names.protecting(real[i], directory)) {
+          const std::string_view reason = policy::protectedNameReason(*p);
+          why = "is protected as a whole by the protected name " + policy::quote(p->pattern) +
+                (reason.empty() ? std::string() : " (" + std::string(reason) + ")");
+        }
+      if (why.empty()) continue;
+      fail({"filesystem.allowWrite", i}, named + " " + why +
+                                             ": a write deny wins over allowWrite, so the child could write nothing "
+                                             "there. Drop the entry (or the deny that covers it)");
+    }
+  }
+
   // A writable "/", system tree or home directory is almost always an
   // accident (the default policy's "." run from /etc or from $HOME): refused
   // unless the policy opts in by name. Judged by name, and then by object: a
@@ -176,7 +223,7 @@ class Deriver {
       }
       fail({"filesystem.allowWrite", i},
            named + " " + what + ": a child could change the host itself. Name a narrower directory (for \".\", "
-                                "run from a project directory or pass --cwd), or set "
+                                "a project directory as the working directory, " + cwdName() + "), or set "
                                 "\"filesystem.allowWriteSystemPaths\": true to allow it on purpose");
     }
   }
@@ -440,6 +487,7 @@ class Deriver {
   RulesBuilder b_;
   policy::PathResolver resolver_;  // one consistent look at the filesystem per derive()
   std::map<std::string, Where> deniedBy_;  // each read-denied path: the entry it came from
+  std::map<std::string, Where> writeDeniedBy_;  // each write-denied path: the entry it came from
 };
 
 }  // namespace

@@ -47,6 +47,10 @@ struct ProtectedName {
 struct DeriveContext {
   std::string home;                   // for `~`; empty: `~` is an error
   std::optional<std::string> cwd;     // base for relative paths; none: they are errors
+  // How the caller's own interface names `cwd`, for the messages that ask
+  // for another one: the CLI's flag ("--cwd"), the daemon's JSON field
+  // ("\"workspace\""), the library's argument. Empty: "DeriveContext::cwd".
+  std::string cwdName;
   std::optional<std::string> tmpdir;  // the child's private TMPDIR, writable by default
   // The account database (passwd(5) format) whose home directories are, like
   // `home`, never writable without filesystem.allowWriteSystemPaths; empty: none.

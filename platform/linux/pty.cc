@@ -66,14 +66,15 @@ UniqueFd ownDescription(int fd) noexcept {
   return own;
 }
 
-std::optional<SavedTerminal> SavedTerminal::save(int fd) {
+std::optional<SavedTerminal> SavedTerminal::save(int fd, Window window) {
   termios attributes{};
   if (::tcgetattr(fd, &attributes) != 0) return std::nullopt;
-  return SavedTerminal(fd, attributes, ::fcntl(fd, F_GETFL));
+  return SavedTerminal(fd, attributes, ::fcntl(fd, F_GETFL),
+                       window == Window::kRestore ? windowSize(fd) : std::nullopt);
 }
 
 SavedTerminal::SavedTerminal(SavedTerminal&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_), flags_(other.flags_) {}
+    : fd_(std::exchange(other.fd_, -1)), attributes_(other.attributes_), flags_(other.flags_), size_(other.size_) {}
 
 SavedTerminal::~SavedTerminal() { restore(); }
 
@@ -88,6 +89,9 @@ void SavedTerminal::restore() const noexcept {
   if (fd_ < 0) return;
   (void)::tcsetattr(fd_, TCSANOW, &attributes_);
   if (flags_ >= 0) (void)::fcntl(fd_, F_SETFL, flags_);
+  // Only when it changed: a resize signals the terminal's foreground group.
+  if (const auto now = windowSize(fd_); size_ && now && (now->cols != size_->cols || now->rows != size_->rows))
+    (void)setWindowSize(fd_, *size_);
 }
 
 }  // namespace stockade::platform

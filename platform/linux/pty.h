@@ -52,12 +52,19 @@ bool isTerminal(int fd) noexcept;
 UniqueFd ownDescription(int fd) noexcept;
 
 // A terminal's attributes (termios) and the status flags (F_GETFL) of the
-// descriptor saved, as they were when saved; restore() puts them back
-// (TCSANOW, F_SETFL). Move-only; the destructor restores.
+// descriptor saved, as they were when saved -- and, for a terminal handed to
+// a child, its window size; restore() puts them back (TCSANOW, F_SETFL, and
+// TIOCSWINSZ when the size differs). Move-only; the destructor restores.
 class SavedTerminal {
  public:
+  // Whether the window size is saved too: for a terminal the child gets
+  // (`stockade run -T`), whose size the child may set (TIOCSWINSZ is in the
+  // terminal ioctl allow-list: a PTY of the program's own needs it). Nothing
+  // tells the child's resize from the operator's meanwhile, so either is
+  // undone; a terminal stockade only relays (-t) keeps the operator's.
+  enum class Window : bool { kKeep, kRestore };
   // nullopt when `fd` is not a terminal.
-  static std::optional<SavedTerminal> save(int fd);
+  static std::optional<SavedTerminal> save(int fd, Window window = Window::kKeep);
   SavedTerminal(SavedTerminal&& other) noexcept;
   SavedTerminal& operator=(SavedTerminal&&) = delete;
   SavedTerminal(const SavedTerminal&) = delete;
@@ -69,10 +76,12 @@ class SavedTerminal {
   void restore() const noexcept;
 
  private:
-  SavedTerminal(int fd, const termios& attributes, int flags) : fd_(fd), attributes_(attributes), flags_(flags) {}
+  SavedTerminal(int fd, const termios& attributes, int flags, std::optional<WindowSize> size)
+      : fd_(fd), attributes_(attributes), flags_(flags), size_(size) {}
   int fd_ = -1;
   termios attributes_{};
-  int flags_ = -1;  // F_GETFL; -1: not known
+  int flags_ = -1;                  // F_GETFL; -1: not known
+  std::optional<WindowSize> size_;  // Window::kRestore: the size to put back
 };
 
 }  // namespace stockade::platform

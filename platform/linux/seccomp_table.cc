@@ -269,13 +269,18 @@ constexpr SocketAllow kSocketAllows[] = {
 // typed input (TIOCSTI), the console's keymap, font and mode. A filter cannot
 // tell that terminal from one the program made itself, so in the request
 // spaces of the terminal and console drivers ('T', and the legacy 'K' and 'V'
-// numbers) only these requests pass: reading state, setting the attributes
-// (restored at the end, platform/linux/pty.h) and the window size (PTYs of its
-// own need it; on the operator's terminal it lasts until the next resize), the
-// descriptor flags every program uses (FIONBIO, FIOCLEX, FIONREAD also on
-// pipes and sockets), and what making and using a PTY of its own needs
-// (TIOCGPTN, TIOCSPTLCK, TIOCSCTTY, TIOCSPGRP). Every other request there is
-// refused (EPERM, audited) -- one the kernel adds next year included.
+// numbers) only these requests pass: reading state, and setting only what
+// stockade puts back at the end (platform/linux/pty.h: SavedTerminal) -- the
+// attributes and the window size (PTYs of its own need it: a resize once
+// outlived the child on the operator's terminal); the descriptor flags every
+// program uses (FIONBIO, FIOCLEX, FIONREAD also on pipes and sockets: the
+// child's own description, or restored); transient calls (a break, a drain,
+// a flush); and what making and using a PTY of its own needs (TIOCGPTN,
+// TIOCSPTLCK, TIOCSCTTY, TIOCSPGRP, TIOCPKT, TIOCSIG: a master's or a
+// controlling terminal's, which the operator's terminal is not for the
+// child). Every other request there is refused (EPERM, audited) -- TIOCNXCL
+// (the operator's exclusive mode, which nothing restores) and one the kernel
+// adds next year included.
 struct IoctlSpace {
   std::uint32_t mask, value;  // (request & mask) == value, in the low 32 bits the kernel reads
   const char* name;
@@ -289,7 +294,7 @@ constexpr std::uint32_t kTerminalIoctls[] = {
     0x5401, 0x5402, 0x5403, 0x5404,  // TCGETS, TCSETS, TCSETSW, TCSETSF (tcgetattr, tcsetattr)
     0x5405, 0x5406, 0x5407, 0x5408,  // TCGETA, TCSETA, TCSETAW, TCSETAF
     0x5409, 0x540b, 0x5425,          // TCSBRK (tcdrain, tcsendbreak), TCFLSH (tcflush), TCSBRKP
-    0x540d, 0x540e,                  // TIOCNXCL, TIOCSCTTY (a PTY of its own as controlling terminal)
+    0x540e,                          // TIOCSCTTY (a PTY of its own as controlling terminal)
     0x540f, 0x5410, 0x5429,          // TIOCGPGRP, TIOCSPGRP (job control), TIOCGSID
     0x5411, 0x541b,                  // TIOCOUTQ, FIONREAD (also on pipes and sockets)
     0x5413, 0x5414,                  // TIOCGWINSZ, TIOCSWINSZ

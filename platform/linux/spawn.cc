@@ -1021,6 +1021,21 @@ ExitStatus programStatus(const Child& child, ExitStatus initStatus) {
   return out;
 }
 
+// The cgroup's CPU time plus what the supervisor spent answering the
+// sandbox's trapped calls (Child::answeringNs): both are the sandbox's doing.
+CgroupUsage withAnswering(CgroupUsage usage, const Child& child) {
+  if (usage.cpuNanoseconds && child.answeringNs) *usage.cpuNanoseconds += child.answeringNs->load();
+  return usage;
+}
+
+// Under RLIMIT_CPU (no cgroup accounts the sandbox's CPU: `cpuNanoseconds`
+// unknown) the kernel bounds each process, and nothing the supervisor's
+// answering: that is bounded by the same limit on its own.
+bool answeringOverRlimit(const std::optional<std::uint64_t>& cgroupCpu, const Child& child) {
+  return !cgroupCpu && child.cpuRlimitSeconds != 0 && child.answeringNs &&
+         child.answeringNs->load() / 1'000'000'000u >= child.cpuRlimitSeconds;
+}
+
 // Reaps the exited init: the program's status, with the limit the sandbox
 // reached and its CPU time read from its cgroup before the cgroup is removed.
 std::variant<ExitStatus, std::string> reap(const Child& child) {
@@ -1028,14 +1043,21 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
   auto* initStatus = std::get_if<ExitStatus>(&status);
   if (!initStatus) return status;
   ExitStatus out = programStatus(child, *initStatus);
+  std::optional<std::uint64_t> cgroupCpu;
   if (child.cgroup.valid()) {
     // Every task is gone (init was reaped, and it outlives them all): the counters are final.
     auto counted = child.cgroup.usage();
     if (auto* usage = std::get_if<CgroupUsage>(&counted)) {
+      cgroupCpu = usage->cpuNanoseconds;
+      *usage = withAnswering(*usage, child);
       if (const char* reached = limitReached(*usage, child.cgroup.limits())) out.limit = reached;
       if (usage->cpuNanoseconds) out.cpuTime = std::chrono::nanoseconds(*usage->cpuNanoseconds);
     }
     (void)child.cgroup.remove();
+  }
+  if (!out.limit && answeringOverRlimit(cgroupCpu, child)) {
+    out.limit = "limits.cpuSeconds";
+    out.cpuTime = std::chrono::nanoseconds(child.answeringNs->load());
   }
   return out;
 }
@@ -1043,9 +1065,23 @@ std::variant<ExitStatus, std::string> reap(const Child& child) {
 }  // namespace
 
 std::variant<const char*, std::string> overLimit(const Child& child) {
-  auto usage = child.cgroup.usage();
-  if (auto* e = std::get_if<std::string>(&usage)) return *e;
-  return limitToKillFor(std::get<CgroupUsage>(usage), child.cgroup.limits());
+  std::optional<std::uint64_t> cgroupCpu;
+  if (child.cgroup.valid()) {
+    auto usage = child.cgroup.usage();
+    if (auto* e = std::get_if<std::string>(&usage)) return *e;
+    cgroupCpu = std::get<CgroupUsage>(usage).cpuNanoseconds;
+    if (const char* kill = limitToKillFor(withAnswering(std::get<CgroupUsage>(usage), child), child.cgroup.limits()))
+      return kill;
+  }
+  return answeringOverRlimit(cgroupCpu, child) ? "limits.cpuSeconds" : nullptr;
+}
+
+bool watchesLimits(const Child& child) noexcept { return child.cgroup.needsWatching() || child.cpuRlimitSeconds != 0; }
+
+std::uint64_t threadCpuNs() noexcept {
+  timespec t{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(t.tv_nsec);
 }
 
 std::variant<WaitEvent, std::string> waitEvent(const Child& child,
@@ -1053,7 +1089,7 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
                                                int alsoWatch) {
   using Clock = std::chrono::steady_clock;
   bool listening = child.seccompListener.valid();
-  const bool watchLimits = child.cgroup.needsWatching();
+  const bool watchLimits = watchesLimits(child);
   auto nextCheck = Clock::now() + kLimitCheckInterval;
   for (;;) {
     int waitMs = -1;
@@ -1080,9 +1116,11 @@ std::variant<WaitEvent, std::string> waitEvent(const Child& child,
     }
     if (fds[1].revents & POLLIN) return WaitEvent::kAlsoWatched;
     if (fds[2].revents & POLLIN) {
+      const std::uint64_t before = threadCpuNs();
       auto denial = answerNotification(child.seccompListener.get(), *child.broker);
       if (auto* e = std::get_if<std::string>(&denial)) return *e;
       if (auto& d = std::get<std::optional<SeccompDenial>>(denial); d && child.onDenial) child.onDenial(*d);
+      *child.answeringNs += threadCpuNs() - before;
     } else if (fds[2].revents & (POLLHUP | POLLERR)) {
       listening = false;  // no task is left under the filter
     }

@@ -70,6 +70,7 @@ class PolicyCommand {
  private:
   DeriveContext context() const {
     DeriveContext ctx = currentContext();
+    ctx.cwdName = "--cwd";
     if (auto cwd = args_.value("cwd")) {
       if (cwd->empty() || cwd->front() != '/')
         throw Failure{"", {"--cwd", "\"" + *cwd + "\" must be an absolute path", {}}};

@@ -197,6 +197,7 @@ int run(const RunOptions& o) {
     for (const auto& line : policyNoteLines(*o.policyFile, policy)) diagnostic("stockade: " + line);
   DeriveContext context = currentContext();
   context.cwd = o.workspace.empty() ? o.cwd : o.workspace;  // what relative policy paths mean
+  context.cwdName = o.workspace.empty() ? "--cwd" : "--workspace";
   context.tmpdir = "/tmp";
   auto derived = derive(policy, context);
   if (auto* err = std::get_if<PolicyError>(&derived)) throw Failure{"deriving the rules: " + err->text()};

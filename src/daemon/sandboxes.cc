@@ -30,6 +30,7 @@ DerivedRules deriveBaseline(const SandboxPolicy& baseline, const std::string& ro
     throw std::runtime_error("chmod(\"" + root + "\", 0300) failed: " + std::strerror(errno));
   DeriveContext ctx = currentContext();
   ctx.cwd = root;
+  ctx.cwdName = "--state-dir's workspaces directory, " + root;
   ctx.tmpdir = std::nullopt;
   auto derived = derive(baseline, ctx);
   if (auto* e = std::get_if<PolicyError>(&derived)) throw std::runtime_error("--policy: " + e->text());
@@ -156,6 +157,7 @@ void Sandboxes::startLive(Entry& e, const SandboxPolicy& policy) {
 DeriveContext Sandboxes::contextFor(const std::string& workspace) const {
   DeriveContext ctx = currentContext();
   ctx.cwd = workspace;
+  ctx.cwdName = "the sandbox's \"workspace\"";
   ctx.tmpdir = std::nullopt;
   return ctx;
 }

@@ -165,6 +165,8 @@ SandboxHandle SandboxManager::createSandbox(const SandboxPolicy& policy, const S
   if (!s.initialized) {
     DeriveContext ctx = currentContext();
     if (!workspace.empty()) ctx.cwd = workspace;  // what relative policy paths mean
+    ctx.cwdName = workspace.empty() ? "the host application's working directory, or createSandbox()'s workspace"
+                                    : "createSandbox()'s workspace";
     DerivedRules rules = deriveOrThrow(policy, ctx, ErrorCode::kInvalidPolicy, "createSandbox()");
     s.initialized = true;
     ++s.generation;

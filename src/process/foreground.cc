@@ -48,8 +48,9 @@ void writeAll(int fd, std::string_view bytes) {
   }
 }
 
-// The attributes of each of fds 0-2 that is a terminal, once per terminal.
-std::vector<platform::SavedTerminal> saveTerminals() {
+// The attributes of each of fds 0-2 that is a terminal, once per terminal
+// (`window`: and its size, when the child gets the terminal itself).
+std::vector<platform::SavedTerminal> saveTerminals(platform::SavedTerminal::Window window) {
   std::vector<platform::SavedTerminal> saved;
   struct stat seen[3];
   int count = 0;
@@ -60,7 +61,7 @@ std::vector<platform::SavedTerminal> saveTerminals() {
     for (int i = 0; i < count; ++i) same = same || (seen[i].st_rdev == st.st_rdev);
     if (same) continue;
     seen[count++] = st;
-    if (auto t = platform::SavedTerminal::save(fd)) saved.push_back(std::move(*t));
+    if (auto t = platform::SavedTerminal::save(fd, window)) saved.push_back(std::move(*t));
   }
   return saved;
 }
@@ -80,7 +81,8 @@ std::variant<ForegroundOutcome, platform::SpawnError> runForeground(
 
   // Whatever the child does to a terminal it is given (-T), or to the
   // caller's while it is raw (-t), is undone when this returns.
-  std::vector<platform::SavedTerminal> terminals = saveTerminals();
+  std::vector<platform::SavedTerminal> terminals =
+      saveTerminals(r.pty ? platform::SavedTerminal::Window::kKeep : platform::SavedTerminal::Window::kRestore);
 
   auto ended = std::make_shared<std::promise<Ending>>();
   // The loop thread's watches of the caller's signals and stdin, and the

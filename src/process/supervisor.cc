@@ -26,6 +26,20 @@ constexpr int kCallsBeforeOwnThread = 32;
 // After the sandbox has exited, its outputs are drained for at most this long.
 constexpr auto kDrainGrace = std::chrono::seconds(2);
 
+// The calling thread's CPU time from here to the end of the scope, added
+// to a sandbox's Child::answeringNs.
+class ChargedTo {
+ public:
+  explicit ChargedTo(std::atomic<std::uint64_t>& to) : to_(to), began_(platform::threadCpuNs()) {}
+  ~ChargedTo() { to_ += platform::threadCpuNs() - began_; }
+  ChargedTo(const ChargedTo&) = delete;
+  ChargedTo& operator=(const ChargedTo&) = delete;
+
+ private:
+  std::atomic<std::uint64_t>& to_;
+  std::uint64_t began_;
+};
+
 void setNonBlocking(int fd) {
   int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -69,7 +83,8 @@ struct Supervised::Answerer {
   }
 
   static void run(std::shared_ptr<Answerer> self, platform::UniqueFd listener,
-                  std::shared_ptr<const platform::WriteBroker> broker, EventLoop& loop, std::weak_ptr<Supervised> owner) {
+                  std::shared_ptr<const platform::WriteBroker> broker, EventLoop& loop, std::weak_ptr<Supervised> owner,
+                  std::shared_ptr<std::atomic<std::uint64_t>> answeringNs) {
     (void)::pthread_setname_np(::pthread_self(), "stockade-broker");
     // Process-directed signals go to the host application's threads, not here.
     sigset_t all;
@@ -88,7 +103,22 @@ struct Supervised::Answerer {
       (void)::pthread_setschedparam(::pthread_self(), SCHED_OTHER, &normal);
     }
     platform::WriteBroker::dedicateThisThread();
-    for (;;) {
+    // All of this thread's CPU time is the sandbox's doing: published to
+    // Child::answeringNs every kPublishEvery answers (one clock read per
+    // batch, not per call) and when the thread ends.
+    constexpr unsigned kPublishEvery = 64;
+    std::uint64_t published = 0;
+    auto publish = [&] {
+      const std::uint64_t now = platform::threadCpuNs();
+      *answeringNs += now - published;
+      published = now;
+    };
+    struct AtEnd {
+      decltype(publish)& f;
+      ~AtEnd() { f(); }
+    } atEnd{publish};
+    for (unsigned answers = 1;; ++answers) {  // (wraps harmlessly)
+      if (answers % kPublishEvery == 0) publish();
       bool received = false;
       auto answered = platform::answerNotification(listener.get(), *broker, &received);
       if (auto* err = std::get_if<std::string>(&answered)) {
@@ -133,7 +163,7 @@ void Supervised::start() {
   // whole sandbox by itself (cpuSeconds, a cgroup v1 memory limit) are read
   // from its cgroup on a timer; over one, the sandbox is killed, and the exit
   // report names the limit.
-  if (child_.cgroup.needsWatching() && !watch_.periodic)
+  if (platform::watchesLimits(child_) && !watch_.periodic)
     watch_.periodic = PeriodicCheck{platform::kLimitCheckInterval, [this]() -> std::optional<std::string> {
                                       auto over = platform::overLimit(child_);
                                       if (auto* err = std::get_if<std::string>(&over)) {
@@ -171,7 +201,8 @@ bool Supervised::startAnswerer() {
   if (!listener) return false;
   auto answerer = std::make_shared<Answerer>();
   try {
-    answerer->thread = std::thread(&Answerer::run, answerer, std::move(listener), child_.broker, std::ref(loop_), self_);
+    answerer->thread = std::thread(&Answerer::run, answerer, std::move(listener), child_.broker, std::ref(loop_), self_,
+                                   child_.answeringNs);
   } catch (const std::system_error&) {
     return false;  // no thread to be had (EAGAIN): the loop answers
   }
@@ -180,6 +211,7 @@ bool Supervised::startAnswerer() {
 }
 
 void Supervised::drainAnswers() {
+  const ChargedTo charge(*child_.answeringNs);  // the loop's time auditing them is the sandbox's doing too
   std::vector<platform::SeccompDenial> denials;
   std::string error;
   {
@@ -260,7 +292,9 @@ void Supervised::onListener(std::uint32_t events) {
     loop_.unwatch(child_.seccompListener.get());
     return;
   }
-  // The one call per notification: its answer is the event audited.
+  // The one call per notification: its answer is the event audited. Its
+  // CPU time, auditing included, is the sandbox's (Child::answeringNs).
+  const ChargedTo charge(*child_.answeringNs);
   auto answered = platform::answerNotification(child_.seccompListener.get(), *child_.broker);
   if (auto* err = std::get_if<std::string>(&answered)) {
     // Never leave the sandbox running once nobody answers its listener.

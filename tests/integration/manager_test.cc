@@ -275,6 +275,29 @@ TEST_F(ManagerTest, WithAWorkspaceChildrenSeeItAtWorkspaceUnderItsRulesAndTheSer
   EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
 }
 
+// A writable tree inside a denyWrite tree is dead (the deny wins): the
+// library refuses the policy as the CLI does, naming both; the neighbour --
+// the deny inside the writable tree -- leaves the rest writable.
+TEST_F(ManagerTest, AWritableTreeInsideADenyWriteTreeIsAnInvalidPolicy) {
+  t_.dir("work/gen/sub");
+  SandboxError e = expectError([&] {
+    create(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[")" + work_ + R"(",")" +
+                                   work_ + R"(/gen/sub"],"denyWrite":[")" + work_ + R"(/gen"]},"env":{"allow":["PATH"]}})"));
+  });
+  EXPECT_EQ(e.code(), ErrorCode::kInvalidPolicy) << e.what();
+  EXPECT_NE(std::string(e.what()).find("filesystem.allowWrite[1]"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("lies inside the write-denied \"" + work_ + "/gen\""), std::string::npos)
+      << e.what();
+  SandboxHandle h = create(SandboxPolicy::fromJson(R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[")" +
+                                                   work_ + R"("],"denyWrite":[")" + work_ +
+                                                   R"(/gen"]},"env":{"allow":["PATH"]}})"));
+  auto r = runSh(h, "echo a > gen/sub/f; echo b > top && echo wrote");
+  EXPECT_EQ(r.out, "wrote\n") << r.err;
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(work_ + "/gen/sub/f"));
+  EXPECT_EQ(testing::readWholeFile(work_ + "/top"), "b\n");
+}
+
 TEST_F(ManagerTest, BothStreamsDrainConcurrentlyWithoutDeadlock) {
   SandboxHandle h = create(policy());
   // 1 MiB on each stream: far beyond a pipe buffer.

@@ -111,12 +111,40 @@ TEST_F(RunCliTest, TheDefaultPolicysDotInASystemDirectoryIsRefusedNamingTheEntry
     EXPECT_EQ(r.exitCode, 125) << cwd << ": " << r.err;
     EXPECT_NE(r.err.find("filesystem.allowWrite[0]: \".\" resolves to \"" + cwd + "\""), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("allowWriteSystemPaths"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("as the working directory, --cwd"), std::string::npos) << "the CLI's own flag: " << r.err;
     EXPECT_FALSE(std::filesystem::exists(target)) << target;
   }
   // The allowed neighbour: the same program from a project directory writes.
   auto ok = runProcess(run({"--cwd", dir_, "--", "/bin/touch", dir_ + "/made"}));
   EXPECT_EQ(ok.exitCode, 0) << ok.err;
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/made"));
+}
+
+// allowWrite inside a denyWrite tree: the deny wins, the child can write
+// nothing there, and `policy check` and `run` both refuse it naming the two
+// entries (the rules once listed it as writable). The neighbour: the deny
+// inside the writable tree runs, and writes beside it.
+TEST_F(RunCliTest, AWritableTreeInsideADenyWriteTreeIsRefusedByCheckAndRun) {
+  std::filesystem::create_directories(dir_ + "/gen/sub");
+  const std::string dead = dir_ + "/dead.json", ok = dir_ + "/ok.json";
+  std::ofstream(dead) << R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[")" << dir_ << R"(",")" << dir_
+                      << R"(/gen/sub"],"denyWrite":[")" << dir_ << R"(/gen"]}})";
+  std::ofstream(ok) << R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[")" << dir_
+                    << R"("],"denyWrite":[")" << dir_ << R"(/gen"]}})";
+  const std::string said = "filesystem.allowWrite[1]: \"" + dir_ + "/gen/sub\" lies inside the write-denied \"" + dir_ +
+                           "/gen\" (filesystem.denyWrite[0])";
+  auto checked = runProcess({stockadeBinary(), "policy", "check", dead});
+  EXPECT_EQ(checked.exitCode, 2) << checked.out << checked.err;
+  EXPECT_NE(checked.err.find(said), std::string::npos) << checked.err;
+  auto r = runProcess(run({"--policy", dead, "--cwd", dir_, "--", "/bin/touch", dir_ + "/gen/sub/f"}));
+  EXPECT_EQ(r.exitCode, 125) << r.err;
+  EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+  auto fine = runProcess(run({"--policy", ok, "--cwd", dir_, "--", "/bin/sh", "-c",
+                              "touch gen/sub/f; touch top && echo wrote"}));
+  EXPECT_EQ(fine.exitCode, 0) << fine.err;
+  EXPECT_EQ(fine.out, "wrote\n") << fine.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/gen/sub/f"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/top"));
 }
 
 TEST_F(RunCliTest, ATimeoutKillsTheWholeSandboxAndExits124) {

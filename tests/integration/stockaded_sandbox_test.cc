@@ -198,6 +198,29 @@ TEST(StockadedSandboxTest, EveryBadBodyIs400NamingTheField) {
   EXPECT_EQ(body(c.request("GET", "/v1/sandboxes"))["items"].size(), 1u);
 }
 
+// A workspace that is a system directory makes "." writable there: refused,
+// and the message speaks the API's words (the "workspace" field), not the
+// CLI's (--cwd) -- it once said "pass --cwd" to an HTTP client.
+TEST(StockadedSandboxTest, ASystemDirectoryAsTheWorkspaceIsRefusedNamingTheWorkspaceField) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "project");
+  std::ofstream(dir / "wide.json") << policy(json::array({".", dir / "project"})).dump();
+  DaemonProcess::Options o;
+  o.extraArgs = {"--policy", dir / "wide.json"};
+  DaemonProcess d(dir, o);
+  auto c = d.client();
+  auto allowed = c.request("POST", "/v1/sandboxes", json{{"policy", policy()}, {"workspace", dir / "project"}}.dump());
+  ASSERT_EQ(allowed.status, 200) << allowed.body;
+  auto r = c.request("POST", "/v1/sandboxes", json{{"policy", policy()}, {"workspace", "/etc"}}.dump());
+  EXPECT_EQ(r.status, 400) << r.body;
+  const std::string message = body(r).value("message", "");
+  EXPECT_EQ(body(r)["code"], "E_SANDBOX_INVALID_POLICY") << r.body;
+  EXPECT_NE(message.find("the system directory \"/etc\""), std::string::npos) << message;
+  EXPECT_NE(message.find("the sandbox's \"workspace\""), std::string::npos) << message;
+  EXPECT_EQ(message.find("--"), std::string::npos) << "a CLI flag in an API error: " << message;
+  EXPECT_EQ(body(c.request("GET", "/v1/sandboxes"))["items"].size(), 1u);
+}
+
 TEST(StockadedSandboxTest, AnOversizedBodyIs413AndTheLimitIsAFlag) {
   TempDir dir;
   DaemonProcess d(dir, withBaseline(dir, {"--max-body-bytes", "4096"}));

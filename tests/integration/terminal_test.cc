@@ -111,6 +111,18 @@ class OperatorTerminal {
     ::ioctl(slave_, TIOCGETD, &ldisc);
     return ldisc;
   }
+  // "COLSxROWS" as the operator's terminal has it now.
+  std::string size() const {
+    winsize ws{};
+    ::ioctl(slave_, TIOCGWINSZ, &ws);
+    return std::to_string(ws.ws_col) + "x" + std::to_string(ws.ws_row);
+  }
+  void setExclusive() { ASSERT_EQ(::ioctl(slave_, TIOCEXCL), 0) << std::strerror(errno); }
+  int exclusive() const {
+    int on = -1;
+    ::ioctl(slave_, TIOCGEXCL, &on);
+    return on;
+  }
   const std::string& output() const { return seen_; }
 
  private:
@@ -197,6 +209,45 @@ TEST_F(TerminalTest, WithMinusTTheChildHasTheTerminalButItsStateIsRestoredAndDan
   EXPECT_TRUE(t.attributesAsBefore()) << "stty raw -echo outlived the child";
   EXPECT_GE(ioctlDenials(TIOCSETD), 1);
   EXPECT_GE(ioctlDenials(TIOCEXCL), 1);
+}
+
+// Under -T the child may set the window size (a PTY of its own needs it;
+// the filter cannot tell that one from the operator's), and once the size it
+// set outlived it on the operator's terminal: stockade now puts the size
+// back at the end, as it does the attributes. A state nothing restores is
+// refused: TIOCNXCL would clear the operator's exclusive mode for good.
+TEST_F(TerminalTest, WithMinusTTheWindowSizeTheChildSetsIsRestoredAndTheExclusiveModeKept) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is needed to call the ioctls";
+  OperatorTerminal t(90, 20);
+  t.setExclusive();  // the operator's own choice, which the child must not undo
+  t.start(run({"-T"}, {"/bin/sh", "-c",
+                       python("fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack(\"HHHH\", 11, 33, 0, 0))\n"
+                              "r, c, x, y = struct.unpack(\"HHHH\", fcntl.ioctl(0, termios.TIOCGWINSZ, bytes(8)))\n"
+                              "print(\"child size\", c, r)\n"
+                              "try:\n fcntl.ioctl(0, termios.TIOCNXCL); print(\"TIOCNXCL ALLOWED\")\n"
+                              "except OSError as e:\n print(\"TIOCNXCL REFUSED\", e.errno)")}));
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("child size 33 11"), std::string::npos) << "the child set its size: " << t.output();
+  EXPECT_NE(t.output().find("TIOCNXCL REFUSED 1"), std::string::npos) << t.output();
+  EXPECT_EQ(t.size(), "90x20") << "the size the child set outlived it";
+  EXPECT_EQ(t.exclusive(), 1) << "the operator's exclusive mode was cleared";
+  EXPECT_TRUE(t.attributesAsBefore());
+  EXPECT_GE(ioctlDenials(TIOCNXCL), 1) << "stockade's seccomp table refused it, not the kernel";
+}
+
+// The neighbour: with a PTY of its own (-t) the child's resize is its PTY's,
+// and the operator's resize during the run is passed on and kept after it.
+TEST_F(TerminalTest, WithMinusTTheOperatorsResizeDuringTheRunIsKept) {
+  OperatorTerminal t(90, 20);
+  t.start(run({"-t"}, {"/bin/sh", "-c", "stty cols 33 rows 11; echo child size $(stty size); read x; stty size"}));
+  t.readUntil("child size 11 33");
+  t.resize(120, 40);
+  t.type("\r");
+  EXPECT_EQ(t.wait(), 0) << t.output();
+  EXPECT_NE(t.output().find("child size 11 33"), std::string::npos) << t.output();
+  EXPECT_NE(t.output().find("40 120"), std::string::npos) << "the operator's resize reached the child: " << t.output();
+  EXPECT_EQ(t.size(), "120x40") << "the operator's own resize was undone";
+  EXPECT_TRUE(t.attributesAsBefore());
 }
 
 // The file status flags belong to the open file description, which the

@@ -348,6 +348,27 @@ TEST_F(CpuLimitTest, AForkChainOfCpuHogsIsKilledNearOneSecondInAllWhileAShortCom
   EXPECT_NE(chain.err.find("stockade run: limits.cpuSeconds: the sandbox used "), std::string::npos) << chain.err;
 }
 
+// Each denied call makes the supervisor receive, answer and audit it: CPU
+// time outside the sandbox's cgroup, 4.6 times the sandbox's own here, and
+// a flood of them once ran for good under cpuSeconds 1 with the sandbox at
+// 0.2 s of CPU per second. That time is charged to the sandbox: the flood
+// is killed by limits.cpuSeconds long before its own CPU time reaches the
+// limit; the neighbour -- a computation with no trapped calls -- finishes.
+TEST_F(CpuLimitTest, TheSupervisorsTimeAnsweringAFloodOfDeniedCallsCountsAgainstTheLimit) {
+  // Without a cgroup (RLIMIT_CPU per process, a reported degradation) the
+  // answers are bounded by the limit on their own: the flood is killed too.
+  auto spin = run({"cpu-spin", "0.2"});
+  ASSERT_EQ(spin.exitCode, 0) << spin.out << spin.err;
+  // 0.9 s of its own CPU would fit the 1 s limit, were the answers not counted.
+  auto flood = run({"denied-spin", "0.9"});
+  EXPECT_EQ(flood.exitCode, 137) << "the flood ran to its end: " << flood.out << flood.err;
+  EXPECT_EQ(flood.out, "");
+  auto exit = lastEvent("exit");
+  EXPECT_EQ(exit["reason"], "limits.cpuSeconds") << exit;
+  EXPECT_GT(exit["denials"].get<long>(), 1000) << "the flood ran: " << exit;
+  EXPECT_GE(exit["cpuTimeMs"].get<long>(), 1000) << exit;
+}
+
 class FileSizeLimitTest : public SandboxLimitTest {
  protected:
   void SetUp() override {

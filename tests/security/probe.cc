@@ -462,6 +462,14 @@ int runOp(int argc, char** argv) {
     std::printf("spun\n");
     return 0;
   }
+  if (op == "denied-spin") {  // denied-spin SECONDS of this process's own CPU time spent calling ptrace (denied)
+    const double until = cpuSeconds() + std::atof(arg(2));
+    long calls = 0;
+    while (cpuSeconds() < until)
+      for (int i = 0; i < 100; ++i, ++calls) (void)::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+    std::printf("flooded calls=%ld\n", calls);
+    return 0;
+  }
   if (op == "cpu-chain") {  // cpu-chain GENERATIONS SECONDS: each process spins, forks the next, waits for it
     const long generations = std::atol(arg(2));
     const double each = std::atof(arg(3));

@@ -58,6 +58,71 @@ Verdict tioclinux(const Context&) {
   return refused(::ioctl(0, TIOCLINUX, &c), {EPERM}, "ioctl(TIOCLINUX)");
 }
 
+// Under -T fd 0 is the operator's terminal (the runner's PTY, terminalSetup).
+// Whatever the child may set there must be put back when it ends: the size
+// and the attributes it sets here (both allowed: a PTY of its own needs
+// them) are checked on the host afterwards (terminalCheck).
+Verdict terminalStateOutlives(const Context&) {
+  winsize ws{};
+  if (auto n = neighbour(::ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_col == 90, "TIOCGWINSZ on the operator's terminal"))
+    return *n;
+  winsize small{};
+  small.ws_col = 33;
+  small.ws_row = 11;
+  termios t{};
+  if (::tcgetattr(0, &t) != 0) return unproven("tcgetattr: " + errnoName(errno));
+  ::cfmakeraw(&t);
+  if (::ioctl(0, TIOCSWINSZ, &small) != 0 || ::tcsetattr(0, TCSANOW, &t) != 0)
+    return refused(-1, {EPERM}, "TIOCSWINSZ / tcsetattr(raw) on the operator's terminal");
+  if (::ioctl(0, TIOCGWINSZ, &ws) != 0 || ws.ws_col != 33) return unproven("the size did not change");
+  return held("set the operator's terminal to 33x11 and raw; the host checks both are put back");
+}
+
+// A terminal state nothing restores must be refused: TIOCNXCL clears the
+// operator's exclusive mode (TIOCEXCL is refused too).
+Verdict terminalExclusiveMode(const Context&) {
+  int on = -1;
+  if (auto n = neighbour(::ioctl(0, TIOCGEXCL, &on) == 0, "TIOCGEXCL on the operator's terminal")) return *n;
+  return refused(::ioctl(0, TIOCNXCL), {EPERM}, "ioctl(TIOCNXCL) on the operator's terminal");
+}
+
+// The runner's "operator terminal": a PTY of 90x20 in its normal mode.
+struct OperatorTerminal {
+  int master = -1, slave = -1;
+  termios before{};
+} gTerminal;
+
+void terminalSetup(HostContext& h) {
+  gTerminal.master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char name[64] = {};
+  if (gTerminal.master < 0 || ::grantpt(gTerminal.master) != 0 || ::unlockpt(gTerminal.master) != 0 ||
+      ::ptsname_r(gTerminal.master, name, sizeof name) != 0)
+    return;  // no terminal: the case's neighbour fails and says so
+  gTerminal.slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  winsize ws{};
+  ws.ws_col = 90;
+  ws.ws_row = 20;
+  ::ioctl(gTerminal.master, TIOCSWINSZ, &ws);
+  ::tcgetattr(gTerminal.slave, &gTerminal.before);
+  h.stdinTerminal = name;
+}
+
+std::string terminalCheck(HostContext&) {
+  winsize ws{};
+  termios now{};
+  std::string out;
+  if (::ioctl(gTerminal.slave, TIOCGWINSZ, &ws) != 0 || ws.ws_col != 90 || ws.ws_row != 20)
+    out = "the operator's terminal is " + std::to_string(ws.ws_col) + "x" + std::to_string(ws.ws_row) +
+          " after the run, not 90x20";
+  else if (::tcgetattr(gTerminal.slave, &now) != 0 || now.c_lflag != gTerminal.before.c_lflag ||
+           now.c_iflag != gTerminal.before.c_iflag || now.c_oflag != gTerminal.before.c_oflag)
+    out = "the operator's terminal attributes outlived the run";
+  ::close(gTerminal.slave);
+  ::close(gTerminal.master);
+  gTerminal = {};
+  return out;
+}
+
 Verdict killHost(const Context& c) {
   OwnChild child;
   if (auto n = neighbour(child.pid > 0 && ::kill(child.pid, 0) == 0, "signal its own child")) return *n;
@@ -201,6 +266,11 @@ const bool registered = registerCases({
     {"process-terminal-ipc", "tiocsti", "push characters into the terminal's input (TIOCSTI)", "CVE-2017-5226 (bubblewrap TIOCSTI)", tiocsti, "ioctl"},
     {"process-terminal-ipc", "tiocsti-high-bits", "TIOCSTI with bits above 32 in the request", "ioctl request masking", tiocstiHighBits, "ioctl"},
     {"process-terminal-ipc", "tioclinux", "TIOCLINUX (console selection paste)", "CVE-2023-1523 (snapd TIOCLINUX)", tioclinux, "ioctl"},
+    {"process-terminal-ipc", "terminal-state-outlives", "under -T set the operator's terminal size and raw mode",
+     "issue 9 §5 (terminal state outliving the child)", terminalStateOutlives, {}, {}, {}, terminalSetup, terminalCheck},
+    {"process-terminal-ipc", "terminal-exclusive-mode", "under -T clear the operator's exclusive mode (TIOCNXCL)",
+     "issue 9 §5 (terminal state nothing restores)", terminalExclusiveMode, "ioctl", {}, {}, terminalSetup,
+     terminalCheck},
     {"process-terminal-ipc", "kill-host-process", "signal a host process by pid", "pid namespace", killHost},
     {"process-terminal-ipc", "kill-everything", "kill(-1, SIGKILL)", "pid namespace", killEverything},
     {"process-terminal-ipc", "ptrace-sibling", "ptrace-attach a process of its own", "ptrace injection", ptraceSibling, "ptrace"},

@@ -8,7 +8,9 @@
 #include <sys/fanotify.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/shm.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -96,6 +98,28 @@ Verdict mlockBeyondShare(const Context&) {
   return refused(rc, {ENOMEM, EPERM, EAGAIN}, "mlock of 256 MiB");
 }
 
+// Each denied call makes the supervisor answer and audit it, on its own
+// CPU time, outside the sandbox's cgroup (4.6 times the sandbox's own per
+// call here): a flood of them kept a host core busy while the sandbox stayed
+// under cpuSeconds. Floods denied calls until its own CPU time reaches 90% of
+// the limit (cpuSeconds 2): it must be killed by limits.cpuSeconds first,
+// the supervisor's answers counted with it.
+Verdict deniedCallFlood(const Context&) {
+  errno = 0;
+  if (auto n = neighbour(::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) == -1 && errno == EPERM, "one ptrace() is EPERM"))
+    return *n;
+  auto ownCpu = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+  };
+  long calls = 0;
+  while (ownCpu() < 1.8)
+    for (int i = 0; i < 100; ++i, ++calls) (void)::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+  return escaped("made " + std::to_string(calls) +
+                 " denied calls in 1.8 s of its own CPU under cpuSeconds 2: the supervisor's answers were not counted");
+}
+
 // As an unprivileged user there is no memory cgroup: memoryBytes falls back
 // to RLIMIT_AS, which SysV segments are outside, a reported degradation.
 constexpr Expectation kNoCgroupUnprivileged{Who::kUnprivileged, 9,
@@ -108,6 +132,9 @@ const bool registered = registerCases({
      fanotifyGroups},
     {"resource-exhaustion", "mlock-beyond-share", "lock 256 MiB of memory", "RLIMIT_MEMLOCK (review of issue 9 §4)",
      mlockBeyondShare},
+    {"resource-exhaustion", "denied-call-flood", "flood denied calls: the supervisor's CPU answering them, outside the cgroup",
+     "issue 9 §4, §7 (host resources outside the limits, floods reaching the supervisor)", deniedCallFlood, "ptrace",
+     {}, "limits.cpuSeconds"},
 });
 
 }  // namespace

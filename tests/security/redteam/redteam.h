@@ -83,6 +83,10 @@ struct HostContext {
   Context& inside;
   proxy_testing::OriginServer& origin;
   std::string policy;  // the policy the case runs under (JSON)
+  // A terminal (its path) for the program's stdin, as the operator's own:
+  // the run is then `stockade run -T` (no PTY of the sandbox's own), its
+  // stdin opened from this path; stdout and stderr stay the runner's pipes.
+  std::string stdinTerminal;
 };
 
 // Where the case's program runs: under `stockade run` (the default), or in a

@@ -163,11 +163,16 @@ std::vector<nlohmann::json> jsonLines(const std::string& text) {
 
 // Through the real `stockade run`, as a host application's command line runs it.
 CaseRun runUnderStockade(const std::string& policyPath, const std::string& ws, const std::string& audit,
-                         const std::string& hostSecret, const std::vector<std::string>& caseArgv) {
+                         const std::string& hostSecret, const std::vector<std::string>& caseArgv,
+                         const std::string& stdinTerminal) {
   std::vector<std::string> argv = {"/usr/bin/env", "REDTEAM_HOST_SECRET=" + hostSecret, testing::stockadeBinary(),
                                    "run", "--policy", policyPath, "--cwd", ws, "--resolve", "allowed.test=127.0.0.1",
                                    "--resolve", "denied.test=127.0.0.1", "--audit", audit, "--timeout-ms", "30000",
                                    "--"};
+  if (!stdinTerminal.empty()) {  // the operator's terminal as stdin, handed to the program (-T)
+    argv.insert(argv.end() - 1, "-T");
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$@\" < \"$0\"", stdinTerminal});
+  }
   argv.insert(argv.end(), caseArgv.begin(), caseArgv.end());
   auto p = testing::runProcess(argv);
   return {p.exitCode, std::move(p.out), std::move(p.err), jsonLines(testing::readWholeFile(audit))};
@@ -291,7 +296,8 @@ TEST_P(RedTeam, Holds) {
     caseArgv.push_back(k + "=" + v);
   for (const auto& [k, v] : inside.extra) caseArgv.push_back(k + "=" + v);
   CaseRun r = daemon ? runInDaemon(*daemon, policy, host.ws, caseArgv)
-                     : runUnderStockade(policyPath, host.ws, root + "/audit.jsonl", secrets[2], caseArgv);
+                     : runUnderStockade(policyPath, host.ws, root + "/audit.jsonl", secrets[2], caseArgv,
+                                        host.stdinTerminal);
   ::close(leaked);
 
   // The verdict: the case's own, then everything the host can see.

@@ -224,11 +224,14 @@ INSTANTIATE_TEST_SUITE_P(
              "WS/missing/new", Source::kHost, false},
         Case{"AProtectedNameIsTheBrokers", {}, {}, {"WS"}, {}, false, Outcome::kCovered, "", "WS/sub/.git/hooks/x",
              Source::kHost, false},
-        Case{"DenyWriteTheCwd", {}, {}, {"."}, {"."}, false, Outcome::kCovered, "", "WS/sub", Source::kHost, false},
-        // Not writable after all: the private /tmp, and the host's stays unseen.
-        Case{"DenyWriteTmp", {}, {}, {"/tmp"}, {"/tmp"}, false, Outcome::kCovered, "", "/tmp/x", Source::kPrivateTmp,
+        // Each denied inside a writable tree around it (one that is the
+        // write-denied tree itself is refused when the rules are derived).
+        Case{"DenyWriteTheCwd", {}, {}, {"WS/.."}, {"."}, true, Outcome::kCovered, "", "WS/sub", Source::kHost, false},
+        // The private /tmp, and the host's stays unseen.
+        Case{"DenyWriteTmp", {}, {}, {"WS"}, {"/tmp"}, false, Outcome::kCovered, "", "/tmp/x", Source::kPrivateTmp,
              true},
-        Case{"DenyWriteHome", {}, {}, {"~"}, {"~"}, true, Outcome::kCovered, "", "HOME/notes", Source::kHost, false},
+        Case{"DenyWriteHome", {}, {}, {"HOME/.."}, {"~"}, true, Outcome::kCovered, "", "HOME/notes", Source::kHost,
+             false},
         Case{"DenyWriteUnderThePrivateTmp", {}, {}, {"WS"}, {"PRIVTMP"}, false, Outcome::kCovered, "", "PRIVTMP",
              Source::kPrivateTmp, true}));
 

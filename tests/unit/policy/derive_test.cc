@@ -392,11 +392,58 @@ TEST_F(DeriveTest, TheFingerprintDoesNotDependOnWhatTheTreeHolds) {
   EXPECT_EQ(deriveOk(policyText).fingerprint(), before);
 }
 
-TEST_F(DeriveTest, AWritableRootInsideAProtectedLocationIsItselfProtected) {
-  std::string hooks = t_.dir("work/.git/hooks");
-  auto r = deriveOk(R"({"filesystem":{"allowWrite":[".git/hooks"]}})");
-  EXPECT_FALSE(r.writable(hooks + "/post-checkout"));
-  EXPECT_FALSE(r.writable(hooks));
+// A writable tree that a write deny covers as a whole is dead: the child
+// can write nothing there (the denies win), yet the rules once listed it in
+// allowWrite. Every deny list is checked: the user's denyWrite (as named and
+// through a glob's match), what stockade protects for git, and the protected
+// names. The neighbour: a deny *inside* a writable tree leaves the tree writable.
+struct DeadWriteCase {
+  const char* name;
+  const char* policy;
+  const char* said;  // in the refusal of filesystem.allowWrite[1]
+};
+class DeadWriteTest : public DeriveTest, public ::testing::WithParamInterface<DeadWriteCase> {};
+
+TEST_P(DeadWriteTest, AWritableTreeAWriteDenyCoversIsRefusedNamingTheDeny) {
+  t_.dir("work/gen/sub");
+  t_.dir("work/.git/hooks");
+  t_.dir("work/.vscode/x");
+  t_.file("work/.git/HEAD", "ref: refs/heads/main\n");
+  t_.file("work/.git/config", "[core]\n\thooksPath = tools/hooks\n");
+  t_.dir("work/tools/hooks/d");
+  auto r = derive(SandboxPolicy::fromJson(GetParam().policy), ctx());
+  ASSERT_TRUE(std::holds_alternative<PolicyError>(r)) << GetParam().policy << " derived";
+  const PolicyError& e = std::get<PolicyError>(r);
+  EXPECT_EQ(e.path, "filesystem.allowWrite[1]") << e.text();
+  EXPECT_NE(e.message.find(GetParam().said), std::string::npos) << e.text();
+  EXPECT_NE(e.message.find("the child could write nothing there"), std::string::npos) << e.text();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Denies, DeadWriteTest,
+    ::testing::Values(
+        DeadWriteCase{"InsideADenyWrite", R"({"filesystem":{"allowWrite":[".","gen/sub"],"denyWrite":["gen"]}})",
+                      "lies inside the write-denied"},
+        DeadWriteCase{"TheDenyWriteItself", R"({"filesystem":{"allowWrite":[".","gen"],"denyWrite":["gen"]}})",
+                      "is the write-denied"},
+        DeadWriteCase{"InsideADenyWriteGlobsMatch",
+                      R"({"filesystem":{"allowWrite":[".","gen/sub"],"denyWrite":["ge*"]}})",
+                      "(filesystem.denyWrite[0])"},
+        DeadWriteCase{"AProtectedName", R"({"filesystem":{"allowWrite":[".",".git/hooks"],"denyWrite":[]}})",
+                      "protected name \".git/hooks\""},
+        DeadWriteCase{"InsideAProtectedName", R"({"filesystem":{"allowWrite":[".",".vscode/x"],"denyWrite":[]}})",
+                      "protected name \".vscode\""},
+        DeadWriteCase{"InsideTheHooksPathGitRuns",
+                      R"({"filesystem":{"allowWrite":[".","tools/hooks/d"],"denyWrite":[]}})",
+                      "which stockade never lets a child write"}),
+    [](const auto& param) { return std::string(param.param.name); });
+
+TEST_F(DeriveTest, ADenyInsideAWritableTreeLeavesTheTreeWritable) {
+  t_.dir("work/gen/sub");
+  auto r = deriveOk(R"({"filesystem":{"allowWrite":[".","gen"],"denyWrite":["gen/sub"]}})");
+  EXPECT_EQ(r.filesystem().allowWrite, (std::vector<std::string>{work_, work_ + "/gen"}));
+  EXPECT_TRUE(r.writable(work_ + "/gen/file"));
+  EXPECT_FALSE(r.writable(work_ + "/gen/sub/file"));
 }
 
 // core.hooksPath sends git to another hooks directory: the repository that
