@@ -163,6 +163,15 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
     if (const auto* n = names_.contextOf(e.path))
       return refuse(EACCES, "protected name " + quote(n->text()), beneathChange(e) + " what the name protects",
                     e.path);
+  // Only files, directories and symlinks arrive at names in a writable tree
+  // (an allow-list of kinds): the host's tools open whatever they find at the
+  // names they read -- git its index, an editor or a search every file -- and
+  // a FIFO there blocks them for good, a device node is the device.
+  if (e.kind == ObjectKind::kSpecial && (e.effect == Effect::kCreate || e.effect == Effect::kMoveIn))
+    return refuse(EPERM, "special file in a writable tree",
+                  "a FIFO, socket or device node in a writable tree hangs or is opened by the host's next tool there "
+                  "(a FIFO at .git/index stops git status)",
+                  e.path);
   return std::nullopt;
 }
 

@@ -33,8 +33,11 @@ std::vector<std::string> brokeredTrees(const DerivedRules& rules);
 bool builtPrivately(std::string_view path) noexcept;
 
 // What kind of object is at a name, or arrives there. A symlink is told
-// apart: one arriving at a name sends what is beneath the name elsewhere.
-enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther, kSymlink };
+// apart: one arriving at a name sends what is beneath the name elsewhere;
+// so is a special file (a FIFO, socket or device node), which no name in a
+// writable tree may get: the host's next tool to open it there hangs (a FIFO
+// at .git/index stops every `git status`) or reaches a device.
+enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther, kSymlink, kSpecial };
 
 // What a call does to one name.
 enum class Effect : std::uint8_t {

@@ -54,10 +54,19 @@ constexpr std::uint64_t kValidOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTT
                                           O_NOATIME | O_CLOEXEC | O_PATH | O_SYNC | O_TMPFILE;
 constexpr std::uint64_t kTmpfileBit = O_TMPFILE & ~O_DIRECTORY;
 
-ObjectKind kindOf(const struct stat& st) {
-  if (S_ISDIR(st.st_mode)) return ObjectKind::kDirectory;
-  return S_ISLNK(st.st_mode) ? ObjectKind::kSymlink : ObjectKind::kOther;
+ObjectKind kindOfMode(mode_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFDIR: return ObjectKind::kDirectory;
+    case S_IFLNK: return ObjectKind::kSymlink;
+    case S_IFIFO:
+    case S_IFSOCK:
+    case S_IFCHR:
+    case S_IFBLK: return ObjectKind::kSpecial;
+    default: return ObjectKind::kOther;  // a regular file (mknod's 0 and invalid types: the kernel's error)
+  }
 }
+
+ObjectKind kindOf(const struct stat& st) { return kindOfMode(st.st_mode); }
 
 std::string selfFd(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
@@ -915,7 +924,10 @@ WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
   if (p.exists() || p.isRoot()) return error(EEXIST);
   if (p.trailingSlash && !directory) return cont();  // the kernel's ENOENT
   const mode_t mode = static_cast<mode_t>(arg(spec_.args.mode));
-  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, directory ? ObjectKind::kDirectory : ObjectKind::kOther}},
+  const ObjectKind kind = directory ? ObjectKind::kDirectory : kindOfMode(mode);
+  if (kind != ObjectKind::kOther && kind != ObjectKind::kSpecial && !directory)
+    return cont();  // mknod(S_IFDIR) or (S_IFLNK): the kernel's EPERM or EINVAL
+  if (auto refused = unlessPerformed({{Effect::kCreate, p.path, kind}},
                                      directory ? "mkdir" : "mknod", *name.path, "",
                                      directory ? std::nullopt : std::optional<std::uint32_t>(mode), {&p}))
     return std::move(*refused);

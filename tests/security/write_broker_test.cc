@@ -482,6 +482,37 @@ TEST_F(WriteBrokerTest, ADeviceNodeInATreeOpensForNoOne) {
   EXPECT_EQ(denials[0]["resolvedPath"], ws + "/null");
 }
 
+// A FIFO (or socket, or device node) at a name in a tree is what the host's
+// next tool opens there: a FIFO at .git/index hangs every `git status`. Only
+// files, directories and symlinks are made; the private /tmp keeps FIFOs.
+TEST_F(WriteBrokerTest, NoSpecialFileIsMadeInATreeWhileOneInThePrivateTmpIs) {
+  const std::string audit = root_ + "/audit.jsonl";
+  struct Case {
+    const char* attack;
+    const char* error;
+  };
+  const Case cases[] = {{"$P mkfifo .git/index", "EPERM"},
+                        {"$P mkfifo sub/fifo", "EPERM"},
+                        {"$P mknod-socket sub/sock", "EPERM"},
+                        {"$P mkfifo /tmp/f && $P rename /tmp/f sub/moved", "EXDEV"}};
+  for (const auto& c : cases) {
+    auto r = inside(std::string("mkdir -p sub && $P write sub/neighbour && ") + c.attack, {"--audit", audit});
+    EXPECT_TRUE(refused(r, c.error)) << c.attack << ": " << r.out << r.err;
+    EXPECT_EQ(slurp(ws + "/sub/neighbour"), "probe\n") << "the allowed write before the attack ran";
+  }
+  for (const char* name : {"/.git/index", "/sub/fifo", "/sub/sock", "/sub/moved"})
+    EXPECT_FALSE(exists(ws + name)) << name;
+  auto denials = auditEvents(audit, "denial");
+  ASSERT_EQ(denials.size(), 3u) << nlohmann::json(denials).dump();
+  EXPECT_EQ(denials[0]["rule"], "special file in a writable tree");
+  EXPECT_EQ(denials[0]["resolvedPath"], ws + "/.git/index");
+  EXPECT_EQ(denials[2]["resolvedPath"], ws + "/sub/sock");
+  // The neighbours: a file at the same name, a FIFO in the private /tmp.
+  auto ok = inside("$P create .git/index && $P mkfifo /tmp/fifo");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_EQ(slurp(ws + "/.git/index"), "probe\n");
+}
+
 TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
   auto listing = [](const std::string& dir) {
     std::set<std::string> names;
@@ -513,6 +544,7 @@ TEST_F(WriteBrokerTest, EveryWriteShapedCallBehavesAsItDoesNatively) {
       {"fchmod-on-a-directory-descriptor", "rc=-1 errno=EROFS d:dir0755"},
       {"futimens-on-a-read-only-descriptor", "rc=-1 errno=EROFS"},
       {"fsetxattr-on-a-read-only-descriptor", "rc=-1 errno=EROFS"},
+      {"mkfifo", "rc=-1 errno=EPERM"},  // no special file in a writable tree
   };
   std::istringstream a(nat.out), b(in.out);
   std::string lineA, lineB;

@@ -193,6 +193,27 @@ Verdict hardlinkProtected(const Context& c) {
   return refused(rc, {EXDEV, EROFS, EPERM, EACCES}, "link(ws/protected/keep, ws/alias)");
 }
 
+// A FIFO where a host tool reads a file: the user's next `git status` opens
+// .git/index and blocks for good (an editor, a search, an indexer the same
+// at any name). Sockets and device nodes likewise.
+Verdict fifoAtGitIndex(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/.git/objects/ab", "ok") && ::mkfifo("/tmp/fifo", 0644) == 0,
+                         "write ws/.git/objects/ab and make a FIFO in the private /tmp"))
+    return *n;
+  Verdict v = refused(::mkfifo((c.ws + "/.git/index").c_str(), 0644), {EPERM, EACCES}, "mkfifo ws/.git/index");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(::mknod((c.ws + "/README.sock").c_str(), S_IFSOCK | 0644, 0), {EPERM, EACCES},
+                 "mknod(S_IFSOCK) ws/README.sock");
+}
+
+std::string fifoAtGitIndexHost(HostContext& h) {
+  for (const char* name : {"/.git/index", "/README.sock"}) {
+    struct stat st {};
+    if (::lstat((h.ws + name).c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return std::string("ws") + name + " is a special file";
+  }
+  return "";
+}
+
 // --- protected names ---
 
 Verdict existingBashrc(const Context& c) {
@@ -330,6 +351,8 @@ const bool registered = registerCases({
     {"writes-persistence", "deny-write-inside", "write a denyWrite tree inside the workspace", "denyWrite semantics", denyWriteInside},
     {"writes-persistence", "setuid-plant", "leave a setuid file for the host to run", "set-id planting", setuidPlant, "chmod", {}, {},
      nullptr, setuidHostCheck},
+    {"writes-persistence", "fifo-at-git-index", "a FIFO at .git/index to hang the host's next git status",
+     "denial of service of the user's tools", fifoAtGitIndex, {}, {}, {}, nullptr, fifoAtGitIndexHost},
     {"writes-persistence", "hardlink-protected", "a second name for a write-denied file", "hard-link bypass of read-only binds", hardlinkProtected},
     {"protected-names", "existing-bashrc", "write or replace an existing .bashrc in the workspace", "agent config and shell rc writes", existingBashrc},
     {"protected-names", "existing-git-hook", "write an existing or a new git hook", "git hooks as code execution", existingGitHook},

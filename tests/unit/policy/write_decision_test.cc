@@ -66,6 +66,19 @@ TEST_F(WriteDecisionTest, ACreateInATreeIsPerformedAndOneOutsideIsTheKernels) {
   EXPECT_EQ(create("/tmp/scratch").action, Action::kNotBrokered);  // the private /tmp
 }
 
+// Only files, directories and symlinks arrive at a name in a tree: a FIFO at
+// .git/index (or anywhere a host tool opens) would hang it.
+TEST_F(WriteDecisionTest, ASpecialFileNeverArrivesAtANameInATreeWhileAFileDoes) {
+  for (const char* name : {"/.git/index", "/fifo", "/deep/er/socket"}) {
+    expectRefused(create(ws + name, ObjectKind::kSpecial), EPERM, "special file");
+    expectRefused(rename(ws + "/made", ws + name, ObjectKind::kSpecial), EPERM, "special file");
+    EXPECT_EQ(create(ws + name, ObjectKind::kOther).action, Action::kPerform) << name;
+  }
+  // One that is there (the host made it) may go.
+  EXPECT_EQ(decide({{Effect::kRemove, ws + "/fifo", ObjectKind::kSpecial}}).action, Action::kPerform);
+  EXPECT_EQ(create("/tmp/fifo", ObjectKind::kSpecial).action, Action::kNotBrokered);  // the private /tmp
+}
+
 TEST_F(WriteDecisionTest, ProtectedNamesAreRefusedAtAnyDepthBesideTheirNeighbours) {
   expectRefused(create(ws + "/.bashrc"), EACCES, ".bashrc");
   expectRefused(create(ws + "/a/b/.vscode", ObjectKind::kDirectory), EACCES, ".vscode");
