@@ -102,6 +102,46 @@ TEST_F(WriteBrokerTest, AProtectedNameSpeltWithDotsOrSlashesIsRefusedAsItself) {
   EXPECT_EQ(slurp(ws + "/a/b/neighbour2"), "probe\n") << "the cwd's magic link is followed as natively";
 }
 
+// The caller's own magic links, however they are spelt -- /proc/self/root,
+// /proc/<its pid>/cwd, /proc/<pid>/task/<its tid>/root, a symlink to one --
+// name the path they lead to: a write there is decided (EACCES and a denial
+// for a protected name), and an allowed one is performed as natively, not
+// left to fail EROFS in the read-only view. The probe runs as pid 2.
+TEST_F(WriteBrokerTest, TheCallersOwnMagicLinksAreDecidedAsThePathsTheyName) {
+  ASSERT_EQ(::symlink("/proc/self/cwd", (ws + "/to-cwd").c_str()), 0);
+  ASSERT_EQ(::symlink("/proc/self/root", (ws + "/to-root").c_str()), 0);
+  const std::string viaRoot = "/proc/self/root" + ws, viaLinkedRoot = "to-root" + ws;
+  const std::string audit = root_ + "/audit.jsonl";
+  struct Case {
+    std::string neighbour, attack;  // each made with `create`
+  };
+  const Case cases[] = {{viaRoot + "/n1", viaRoot + "/.bash_profile"},
+                        {"/proc/2/cwd/n2", "/proc/2/cwd/.git/config"},
+                        {"/proc/2/task/2/root" + ws + "/n3", "/proc/2/task/2/root" + ws + "/.git/hooks/post-merge"},
+                        {"/proc/thread-self/root/proc/self/cwd/n4", "/proc/thread-self/root/proc/self/cwd/.envrc"},
+                        {"to-cwd/n5", "to-cwd/.vscode"},
+                        {viaLinkedRoot + "/n6", viaLinkedRoot + "/.profile"}};
+  for (const auto& c : cases) {
+    auto ok = probe({"create", c.neighbour});
+    EXPECT_EQ(ok.exitCode, 0) << c.neighbour << ": " << ok.out << ok.err;
+    auto r = probe({"create", c.attack}, {"--audit", audit});
+    EXPECT_TRUE(refused(r, "EACCES")) << c.attack << ": " << r.out << r.err;
+  }
+  for (const char* made : {"n1", "n2", "n3", "n4", "n5", "n6"}) EXPECT_EQ(slurp(ws + "/" + made), "probe\n") << made;
+  for (const char* name : {".bash_profile", ".git/config", ".git/hooks/post-merge", ".envrc", ".vscode", ".profile"})
+    EXPECT_FALSE(exists(ws + "/" + name)) << name;
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  auto denials = auditEvents(audit, "denial");
+  ASSERT_EQ(denials.size(), std::size(cases)) << nlohmann::json(denials).dump();
+  EXPECT_EQ(denials[0]["path"], viaRoot + "/.bash_profile");
+  EXPECT_EQ(denials[0]["resolvedPath"], ws + "/.bash_profile");
+  EXPECT_EQ(denials[4]["resolvedPath"], ws + "/.vscode");
+  // Another process's links are the kernel's: the sandbox's init is not
+  // the program's to follow (EACCES from the kernel, no denial).
+  auto init = probe({"create", "/proc/1/cwd/n7"});
+  EXPECT_TRUE(refused(init, "EACCES")) << init.out << init.err;
+}
+
 TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
   // `git init sub` then a hook: refused at the hooks directory already.
   auto init = inside("mkdir -p sub/.git && $P mkdir sub/.git/hooks");

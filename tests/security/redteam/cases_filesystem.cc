@@ -267,6 +267,24 @@ Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "
 Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
 Verdict gitCommondir(const Context& c) { return newNameCreated(c, ".git", "commondir"); }
 
+// The program's own magic links spell a protected name without naming it:
+// /proc/self/root/<ws>/.bashrc, /proc/<pid>/cwd/.git/config, a symlink made
+// to /proc/self/cwd. Each must be the broker's refusal (EACCES), not an
+// accident of the read-only view; the same spellings of an ordinary name write.
+Verdict magicLinkSpellings(const Context& c) {
+  const std::string pid = std::to_string(::getpid());
+  if (::symlink("/proc/self/cwd", (c.ws + "/to-cwd").c_str()) != 0) return unproven("symlink(): " + errnoName(errno));
+  for (const std::string& base : {"/proc/self/root" + c.ws, "/proc/" + pid + "/cwd", "/proc/" + pid + "/task/" + pid + "/root" + c.ws,
+                                  c.ws + "/to-cwd"}) {
+    if (auto n = neighbour(writeFile(base + "/ok.txt", "ok"), "write " + base + "/ok.txt")) return *n;
+    for (const char* name : {"/.bashrc", "/.git/config", "/.envrc"}) {
+      Verdict v = refused(writeFile(base + name, "evil\n") ? 0 : -1, {EACCES}, "write " + base + name);
+      if (v.result != Verdict::kHeld) return v;
+    }
+  }
+  return held("/proc/self/root, /proc/<pid>/cwd, /proc/<pid>/task/<tid>/root and a symlink to /proc/self/cwd: EACCES");
+}
+
 // A git directory under another name, made so that the broker's look at its
 // contents might miss it: git asks only that objects can be searched (a
 // symlink to a directory will do), and follows a commondir beside HEAD to
@@ -363,6 +381,8 @@ const bool registered = registerCases({
     {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks},
     {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings},
     {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
+    {"protected-names", "magic-link-spellings", "a protected name through /proc/self/root, /proc/<pid>/cwd, a symlink to them",
+     "magic links of /proc (runc CVE-2019-5736 family)", magicLinkSpellings},
     {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
      "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
     {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",
