@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "policy/name_fold.h"
+
 namespace stockade::policy {
 namespace {
 
@@ -197,11 +199,13 @@ std::vector<std::string_view> pathComponents(std::string_view path) {
 }
 
 ProtectedNameMatcher::ProtectedNameMatcher(std::vector<ProtectedName> names) : names_(std::move(names)) {
+  keys_.reserve(names_.size());
+  for (const auto& n : names_) keys_.push_back(foldedPath(n.pattern));
   compiled_.reserve(names_.size());
-  for (const auto& n : names_) {
-    auto parts = pathComponents(n.pattern);
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    auto parts = pathComponents(keys_[i]);
     if (parts.empty()) continue;  // protects nothing by name
-    compiled_.push_back({std::move(parts), &n});
+    compiled_.push_back({std::move(parts), &names_[i]});
   }
   for (std::size_t i = 0; i < compiled_.size(); ++i) {
     std::string_view first = compiled_[i].parts.front();
@@ -216,7 +220,16 @@ ProtectedNameMatcher::ProtectedNameMatcher(std::vector<ProtectedName> names) : n
 
 template <typename Visit>
 const ProtectedName* ProtectedNameMatcher::firstMatch(std::string_view path, Visit&& matches) const {
-  const auto parts = pathComponents(path);
+  auto parts = pathComponents(path);
+  // Each component by its key; the ones that change are kept here (reserved:
+  // the views into them stay put).
+  std::vector<std::string> folded;
+  std::string key;
+  for (auto& part : parts) {
+    if (foldedName(part, key).data() == part.data()) continue;
+    if (folded.capacity() == 0) folded.reserve(parts.size());
+    part = folded.emplace_back(std::move(key));
+  }
   const Parts all(parts);
   for (std::size_t start = 0; start < parts.size(); ++start) {
     auto it = std::lower_bound(byFirst_.begin(), byFirst_.end(), std::pair<std::string_view, std::size_t>(parts[start], 0));

@@ -121,11 +121,18 @@ class WriteRules {
   // True when the table protects the entries of `dir` by name (a .git).
   bool nameProtectsEntries(std::string_view dir) const;
 
+  // A rule's path, and its key (name_fold.h): a path is within it when its
+  // key is, however a case-insensitive directory lets the child spell it.
+  struct RulePath {
+    std::string path, key;
+  };
+  static std::vector<RulePath> keyed(const std::vector<std::string>& paths);
+
   std::vector<std::string> trees_;
   std::vector<std::string> ownTrees_;
-  std::vector<std::string> readOnlyInView_;  // denyRead entries: masked, or carved out read-only, in the child's view
-  std::vector<std::string> denyWrite_;
-  std::vector<std::string> mandatoryDenyWrite_;
+  std::vector<RulePath> readOnlyInView_;  // denyRead entries: masked, or carved out read-only, in the child's view
+  std::vector<RulePath> denyWrite_;
+  std::vector<RulePath> mandatoryDenyWrite_;
   ProtectedNameMatcher names_;
 };
 

@@ -142,6 +142,63 @@ TEST_F(WriteBrokerTest, TheCallersOwnMagicLinksAreDecidedAsThePathsTheyName) {
   EXPECT_TRUE(refused(init, "EACCES")) << init.out << init.err;
 }
 
+// A case-insensitive directory (casefold ext4 or tmpfs, vfat, exFAT, SMB)
+// takes `.BashRC` for `.bashrc`: protected names are decided by their keys
+// on every filesystem (name_fold.h), so each such spelling is refused here
+// too, on a case-sensitive workspace, beside the neighbour that writes.
+TEST_F(WriteBrokerTest, EverySpellingACaseInsensitiveDirectoryTakesForAProtectedNameIsRefused) {
+  for (const char* made : {".BashRC", ".bashrc.", ".ba\u017fhrc", "\u200b.envrc", ".VSCode", ".git/CONFIG",
+                           ".Git/hooks", "sub/.GIT"}) {
+    auto r = inside(std::string("mkdir -p sub .Git && $P write neighbour && $P create '") + made + "'");
+    EXPECT_TRUE(refused(r, "EACCES")) << made << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + made)) << made;
+  }
+  EXPECT_EQ(slurp(ws + "/neighbour"), "probe\n");
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+}
+
+// The same on a real case-insensitive filesystem: an exFAT image (FUSE) as
+// the workspace, where `.BASHRC` *is* `.bashrc` and `LOCKED/keep` is the
+// denyWrite file `locked/keep`. Each wrote the protected file before.
+TEST_F(WriteBrokerTest, OnACaseInsensitiveFilesystemNoOtherSpellingReachesAProtectedFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting an exFAT image (losetup, mount.exfat-fuse) needs root";
+  if (::access("/usr/sbin/mount.exfat-fuse", X_OK) != 0 || ::access("/usr/sbin/mkfs.exfat", X_OK) != 0)
+    GTEST_SKIP() << "exfat-fuse and exfatprogs are not installed (scripts/bootstrap installs them)";
+  const std::string image = root_ + "/exfat.img", mnt = root_ + "/ci";
+  std::filesystem::create_directories(mnt);
+  struct Mounted {
+    std::string mnt, loop;
+    ~Mounted() {
+      if (!mnt.empty()) runProcess({"/bin/umount", mnt});
+      if (!loop.empty()) runProcess({"/sbin/losetup", "-d", loop});
+    }
+  } mounted;
+  ASSERT_EQ(runProcess({"/usr/bin/truncate", "-s", "16M", image}).exitCode, 0);
+  ASSERT_EQ(runProcess({"/usr/sbin/mkfs.exfat", image}).exitCode, 0);
+  auto loop = runProcess({"/sbin/losetup", "-f", "--show", image});
+  if (loop.exitCode != 0) GTEST_SKIP() << "no loop device for the exFAT image: " << loop.err;
+  mounted.loop = loop.out.substr(0, loop.out.find('\n'));
+  auto mount = runProcess({"/usr/sbin/mount.exfat-fuse", mounted.loop, mnt});
+  if (mount.exitCode != 0) GTEST_SKIP() << "mount.exfat-fuse " << mounted.loop << " failed: " << mount.err;
+  mounted.mnt = mnt;
+  file(mnt + "/.bashrc", "ORIGINAL-BASHRC\n");
+  file(mnt + "/.git/hooks/pre-commit", "ORIGINAL-HOOK\n");
+  file(mnt + "/locked/keep", "KEEP\n");
+  ASSERT_EQ(slurp(mnt + "/.BASHRC"), "ORIGINAL-BASHRC\n") << "the image is not case-insensitive";
+  ws = mnt;
+  policy["filesystem"]["allowWrite"] = {mnt};
+  policy["filesystem"]["denyWrite"] = {mnt + "/locked"};
+  for (const char* path : {".BASHRC", ".GIT/HOOKS/pre-commit", ".Git/Hooks/post-checkout", "LOCKED/keep"}) {
+    auto r = inside(std::string("$P write neighbour && $P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+    EXPECT_EQ(slurp(mnt + "/neighbour"), "probe\n") << "the allowed write before the attack ran";
+  }
+  EXPECT_EQ(slurp(mnt + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  EXPECT_EQ(slurp(mnt + "/.git/hooks/pre-commit"), "ORIGINAL-HOOK\n");
+  EXPECT_FALSE(exists(mnt + "/.git/hooks/post-checkout"));
+  EXPECT_EQ(slurp(mnt + "/locked/keep"), "KEEP\n");
+}
+
 TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
   // `git init sub` then a hook: refused at the hooks directory already.
   auto init = inside("mkdir -p sub/.git && $P mkdir sub/.git/hooks");

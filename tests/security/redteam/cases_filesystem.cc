@@ -285,6 +285,21 @@ Verdict magicLinkSpellings(const Context& c) {
   return held("/proc/self/root, /proc/<pid>/cwd, /proc/<pid>/task/<tid>/root and a symlink to /proc/self/cwd: EACCES");
 }
 
+// A case-insensitive directory (casefold ext4 or tmpfs, vfat, exFAT, an SMB
+// share) takes .BASHRC for .bashrc and .GIT/hooks for .git/hooks: every such
+// spelling must be refused on any filesystem, the workspace's included.
+Verdict caseSpellings(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/notes.md", "ok") && ::mkdir((c.ws + "/.Git").c_str(), 0755) == 0,
+                         "write ws/notes.md and make ws/.Git"))
+    return *n;
+  for (const char* name : {"/.BASHRC", "/.bashrc.", "/.Git/HOOKS", "/.git/Config", "/.VSCode", "/PROTECTED",
+                           "/.ba\u017fhrc"}) {
+    Verdict v = refused(::mkdir((c.ws + name).c_str(), 0755), {EACCES}, std::string("mkdir ws") + name);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  return held(".BASHRC, .bashrc., .Git/HOOKS, .git/Config, .VSCode, PROTECTED (denyWrite), .ba\u017fhrc: EACCES");
+}
+
 // A git directory under another name, made so that the broker's look at its
 // contents might miss it: git asks only that objects can be searched (a
 // symlink to a directory will do), and follows a commondir beside HEAD to
@@ -383,6 +398,8 @@ const bool registered = registerCases({
     {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
     {"protected-names", "magic-link-spellings", "a protected name through /proc/self/root, /proc/<pid>/cwd, a symlink to them",
      "magic links of /proc (runc CVE-2019-5736 family)", magicLinkSpellings},
+    {"protected-names", "case-spellings", "another case (or a folding) of a protected name: .BASHRC, .Git/HOOKS",
+     "case-insensitive filesystems (casefold ext4, vfat, exFAT, SMB)", caseSpellings},
     {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
      "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
     {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",

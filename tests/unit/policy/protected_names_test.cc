@@ -73,7 +73,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"/w/.claude/settings.json", false, ".claude/settings.json"},
         Case{"/w/.claude/commands/x.md", false, ".claude/commands"}, Case{"/w/.claude/notes.md", false, nullptr},
         Case{"/w/.mcp.json", false, ".mcp.json"}, Case{"/w/.husky/pre-commit", false, ".husky"},
-        Case{"/w/.pre-commit-config.yaml", false, ".pre-commit-config.yaml"}));
+        Case{"/w/.pre-commit-config.yaml", false, ".pre-commit-config.yaml"},
+        // every spelling a case-insensitive directory takes for the name (name_fold.h), on any filesystem
+        Case{"/w/.BashRC", false, ".bashrc"}, Case{"/w/.GIT/hooks/pre-commit", false, ".git/hooks"},
+        Case{"/w/.git/HOOKS", true, ".git/hooks"}, Case{"/w/.VSCode/tasks.json", false, ".vscode"},
+        Case{"/w/.ba\u017fhrc", false, ".bashrc"}, Case{"/w/.bashrc.", false, ".bashrc"},
+        Case{"/w/\u200b.envrc", false, ".envrc"}, Case{"/w/sub/.Git", false, ".git (not a directory)"},
+        Case{"/w/.GIT/Modules/x/CONFIG", false, ".git/modules/**/config"},
+        Case{"/w/.Claude/Settings.JSON", false, ".claude/settings.json"}, Case{"/w/.BashRC.bak", false, nullptr}));
 
 struct ContextCase {
   const char* path;
@@ -98,7 +105,8 @@ INSTANTIATE_TEST_SUITE_P(Table, ProtectedContextTest,
                                            ContextCase{"/w/.git/objects", false}, ContextCase{"/w/.git/refs", false},
                                            ContextCase{"/w/.claude", true}, ContextCase{"/w/.config", true},
                                            ContextCase{"/w/src", false}, ContextCase{"/w/.vscode", false},
-                                           ContextCase{"/w", false}));
+                                           ContextCase{"/w", false}, ContextCase{"/w/.GIT", true},
+                                           ContextCase{"/w/.Git/MODULES/a", true}));
 
 TEST(ProtectedNameTableTest, EveryEntryHasAReasonAndAPatternOfItsOwn) {
   std::set<std::string> seen;
