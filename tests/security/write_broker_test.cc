@@ -184,10 +184,17 @@ TEST_F(WriteBrokerTest, OnACaseInsensitiveFilesystemNoOtherSpellingReachesAProte
   file(mnt + "/.bashrc", "ORIGINAL-BASHRC\n");
   file(mnt + "/.git/hooks/pre-commit", "ORIGINAL-HOOK\n");
   file(mnt + "/locked/keep", "KEEP\n");
+  file(mnt + "/secret/key", "SECRET-IN-THE-WORKSPACE\n");
   ASSERT_EQ(slurp(mnt + "/.BASHRC"), "ORIGINAL-BASHRC\n") << "the image is not case-insensitive";
   ws = mnt;
   policy["filesystem"]["allowWrite"] = {mnt};
   policy["filesystem"]["denyWrite"] = {mnt + "/locked"};
+  policy["filesystem"]["denyRead"] = {mnt + "/secret"};
+  // The mask is on the sandbox's view; a write-open the broker performed by
+  // another spelling opened the host's file, and handed it over to read.
+  auto read = inside("$P write neighbour && $P cat-rdwr SECRET/key");
+  EXPECT_TRUE(refused(read, "EROFS")) << read.out << read.err;
+  EXPECT_EQ(read.out.find("SECRET-IN-THE-WORKSPACE"), std::string::npos) << read.out;
   for (const char* path : {".BASHRC", ".GIT/HOOKS/pre-commit", ".Git/Hooks/post-checkout", "LOCKED/keep"}) {
     auto r = inside(std::string("$P write neighbour && $P write ") + path);
     EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
