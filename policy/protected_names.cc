@@ -28,6 +28,13 @@ constexpr ProtectedNameEntry kTable[] = {
     {".git/modules/**/info", false, "info/attributes chooses the filter and diff programs git runs"},
     {".git/worktrees/*/commondir", false, "points a linked worktree's git at another directory for config and hooks"},
     {".git/worktrees/*/config.worktree", false, kGitConfig},
+    // A linked worktree's submodules keep their git directories in its own
+    // (.git/worktrees/<wt>/modules/<sub>), not in .git/modules.
+    {".git/worktrees/*/modules/**/hooks", false, "a linked worktree's submodule's hooks, run by git in the submodule"},
+    {".git/worktrees/*/modules/**/config", false, kGitConfig},
+    {".git/worktrees/*/modules/**/config.worktree", false, kGitConfig},
+    {".git/worktrees/*/modules/**/commondir", false, "points a submodule's git at another directory for config and hooks"},
+    {".git/worktrees/*/modules/**/info", false, "info/attributes chooses the filter and diff programs git runs"},
     {".git", true, "a .git file or symlink points git at another git directory (submodules, worktrees)"},
     {".gitmodules", false, "submodule URLs and paths that git fetches and checks out"},
     {".gitconfig", false, kGitConfig},

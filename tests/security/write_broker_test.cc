@@ -226,6 +226,21 @@ TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
   }
 }
 
+// git keeps a linked worktree's submodules in .git/worktrees/<wt>/modules/:
+// their config and hooks are protected by name there as in .git/modules.
+TEST_F(WriteBrokerTest, ALinkedWorktreesSubmodulesAreProtectedByName) {
+  const std::string sub = ".git/worktrees/wt/modules/lib/sub";
+  for (const char* entry : {"config", "hooks", "info", "commondir", "config.worktree"}) {
+    auto r = inside("mkdir -p " + sub + "/objects && $P create " + sub + "/HEAD.new && $P create " + sub + "/" + entry);
+    EXPECT_TRUE(refused(r, "EACCES")) << entry << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + sub + "/" + entry)) << entry;
+    EXPECT_TRUE(exists(ws + "/" + sub + "/HEAD.new")) << "the allowed create before the attack ran";
+    ::unlink((ws + "/" + sub + "/HEAD.new").c_str());
+  }
+  auto ok = inside("$P create " + sub + "/HEAD && $P create " + sub + "/objects/ab");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+}
+
 TEST_F(WriteBrokerTest, EveryWayGitIsRedirectedToAnotherGitDirectoryIsRefused) {
   // A .git file (submodules, worktrees) or symlink names another git dir.
   auto gitfile = inside("mkdir -p sub && $P create sub/.git");

@@ -300,6 +300,38 @@ Verdict caseSpellings(const Context& c) {
   return held(".BASHRC, .bashrc., .Git/HOOKS, .git/Config, .VSCode, PROTECTED (denyWrite), .ba\u017fhrc: EACCES");
 }
 
+// Every place git reads config or hooks from, in repositories nested in the
+// workspace: a vendored repository's .git, a submodule's git directory and
+// its linked worktrees, a linked worktree's own submodules (git keeps them in
+// .git/worktrees/<wt>/modules/<sub>, outside .git/modules).
+Verdict nestedRepositories(const Context& c) {
+  const std::string wt = c.ws + "/.git/worktrees/wt";
+  bool made = true;
+  for (const std::string& d : {c.ws + "/vendor", c.ws + "/vendor/x", c.ws + "/vendor/x/.git", c.ws + "/.git/modules",
+                               c.ws + "/.git/modules/a", c.ws + "/.git/modules/a/worktrees",
+                               c.ws + "/.git/modules/a/worktrees/w", c.ws + "/.git/worktrees", wt, wt + "/modules",
+                               wt + "/modules/sub", wt + "/modules/sub/objects", wt + "/modules/sub/refs"})
+    made = made && ::mkdir(d.c_str(), 0755) == 0;
+  if (auto n = neighbour(made && writeFile(c.ws + "/vendor/x/.git/HEAD", "ref: refs/heads/main\n") &&
+                             writeFile(wt + "/gitdir", c.ws + "/wt/.git\n"),
+                         "make the nested git directories, a HEAD and a worktree's gitdir"))
+    return *n;
+  for (const std::string& path : {c.ws + "/vendor/x/.git/config", c.ws + "/.git/modules/a/config",
+                                  c.ws + "/.git/modules/a/worktrees/w/commondir", wt + "/config.worktree",
+                                  wt + "/commondir", c.ws + "/vendor/x/.git/hooks", wt + "/modules/sub/config"}) {
+    Verdict v = refused(writeFile(path, "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES}, "write " + path);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  // The worktree's submodule, made a git directory first (HEAD beside objects and refs is git's own).
+  if (auto n = neighbour(writeFile(wt + "/modules/sub/HEAD", "ref: refs/heads/main\n"), "write the submodule's HEAD"))
+    return *n;
+  for (const std::string& path : {wt + "/modules/sub/config", wt + "/modules/sub/info"}) {
+    Verdict v = refused(writeFile(path, "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES}, "write " + path);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  return refused(::mkdir((wt + "/modules/sub/hooks").c_str(), 0755), {EACCES}, "mkdir .git/worktrees/wt/modules/sub/hooks");
+}
+
 // A git directory under another name, made so that the broker's look at its
 // contents might miss it: git asks only that objects can be searched (a
 // symlink to a directory will do), and follows a commondir beside HEAD to
@@ -400,6 +432,8 @@ const bool registered = registerCases({
      "magic links of /proc (runc CVE-2019-5736 family)", magicLinkSpellings},
     {"protected-names", "case-spellings", "another case (or a folding) of a protected name: .BASHRC, .Git/HOOKS",
      "case-insensitive filesystems (casefold ext4, vfat, exFAT, SMB)", caseSpellings},
+    {"protected-names", "nested-repositories", "config and hooks of nested repositories, submodules and worktrees",
+     "git's repository discovery (gitrepository-layout)", nestedRepositories},
     {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
      "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
     {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",

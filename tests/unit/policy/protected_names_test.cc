@@ -62,6 +62,9 @@ INSTANTIATE_TEST_SUITE_P(
         // linked worktrees
         Case{"/w/.git/worktrees/wt1/commondir", false, ".git/worktrees/*/commondir"},
         Case{"/w/.git/worktrees/wt1/HEAD", false, nullptr},
+        Case{"/w/.git/worktrees/wt1/modules/sub/config", false, ".git/worktrees/*/modules/**/config"},
+        Case{"/w/.git/worktrees/wt1/modules/a/b/hooks/pre-commit", false, ".git/worktrees/*/modules/**/hooks"},
+        Case{"/w/.git/worktrees/wt1/modules/sub/objects/ab", false, nullptr},
         // a .git that is not a directory redirects git; a .git directory does not
         Case{"/w/sub/.git", false, ".git (not a directory)"}, Case{"/w/sub/.git", true, nullptr},
         Case{"/w/.gitmodules", false, ".gitmodules"},
