@@ -83,7 +83,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"/w/.ba\u017fhrc", false, ".bashrc"}, Case{"/w/.bashrc.", false, ".bashrc"},
         Case{"/w/\u200b.envrc", false, ".envrc"}, Case{"/w/sub/.Git", false, ".git (not a directory)"},
         Case{"/w/.GIT/Modules/x/CONFIG", false, ".git/modules/**/config"},
-        Case{"/w/.Claude/Settings.JSON", false, ".claude/settings.json"}, Case{"/w/.BashRC.bak", false, nullptr}));
+        Case{"/w/.Claude/Settings.JSON", false, ".claude/settings.json"}, Case{"/w/.BashRC.bak", false, nullptr},
+        // programs and code other tools run from the directory
+        Case{"/w/crate/.cargo/config.toml", false, ".cargo/config.toml"}, Case{"/w/.cargo/registry", true, nullptr},
+        Case{"/w/.tmux.conf", false, ".tmux.conf"}, Case{"/w/.gdbinit", false, ".gdbinit"},
+        Case{"/w/.rprofile", false, ".Rprofile"}, Case{"/w/.mvn/extensions.xml", false, ".mvn"},
+        Case{"/w/.ipython/profile_default/startup/a.py", false, ".ipython"}));
 
 struct ContextCase {
   const char* path;
