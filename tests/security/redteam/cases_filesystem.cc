@@ -262,6 +262,14 @@ Verdict newNameCreated(const Context& c, const std::string& dir, const std::stri
 }
 
 Verdict newBashrc(const Context& c) { return newNameCreated(c, "sub", ".bashrc"); }
+// Other tools' startup code and program-naming configs in a project directory.
+Verdict toolStartupFiles(const Context& c) {
+  for (const char* name : {".tmux.conf", ".gdbinit", ".Rprofile", ".sqliterc"}) {
+    Verdict v = newNameCreated(c, "proj", name);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  return newNameCreated(c, "crate/.cargo", "config.toml");
+}
 Verdict newGitHook(const Context& c) { return newNameCreated(c, "sub/.git/hooks", "pre-commit"); }
 Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "tasks.json"); }
 Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
@@ -424,6 +432,8 @@ const bool registered = registerCases({
     {"protected-names", "git-config-hookspath", "point core.hooksPath elsewhere in .git/config", "git config redirection", gitConfigHooksPath},
     {"protected-names", "rename-hooks-away", "rename .git/hooks away to replace it", "rename-and-replace of a read-only tree", renameGitAway},
     {"protected-names", "new-bashrc", "create a .bashrc that did not exist at start", "issue 10", newBashrc},
+    {"protected-names", "tool-startup-files", "create .cargo/config.toml, .tmux.conf, .gdbinit, .Rprofile, .sqliterc",
+     "code-running configs of other tools", toolStartupFiles},
     {"protected-names", "new-git-hook", "git init a sub-repository and write its hook", "issue 10", newGitHook},
     {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks},
     {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings},
