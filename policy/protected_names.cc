@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "policy/name_fold.h"
+
 namespace stockade::policy {
 namespace {
 
@@ -26,6 +28,13 @@ constexpr ProtectedNameEntry kTable[] = {
     {".git/modules/**/info", false, "info/attributes chooses the filter and diff programs git runs"},
     {".git/worktrees/*/commondir", false, "points a linked worktree's git at another directory for config and hooks"},
     {".git/worktrees/*/config.worktree", false, kGitConfig},
+    // A linked worktree's submodules keep their git directories in its own
+    // (.git/worktrees/<wt>/modules/<sub>), not in .git/modules.
+    {".git/worktrees/*/modules/**/hooks", false, "a linked worktree's submodule's hooks, run by git in the submodule"},
+    {".git/worktrees/*/modules/**/config", false, kGitConfig},
+    {".git/worktrees/*/modules/**/config.worktree", false, kGitConfig},
+    {".git/worktrees/*/modules/**/commondir", false, "points a submodule's git at another directory for config and hooks"},
+    {".git/worktrees/*/modules/**/info", false, "info/attributes chooses the filter and diff programs git runs"},
     {".git", true, "a .git file or symlink points git at another git directory (submodules, worktrees)"},
     {".gitmodules", false, "submodule URLs and paths that git fetches and checks out"},
     {".gitconfig", false, kGitConfig},
@@ -63,6 +72,10 @@ constexpr ProtectedNameEntry kTable[] = {
     {".login", false, "csh runs it at login"},
     {".logout", false, "csh runs it at logout"},
     {".inputrc", false, "readline macros type commands into the next shell"},
+    {".bash_completion", false, "bash-completion sources it in every interactive shell"},
+    {".tmux.conf", false, "run-shell and if-shell run commands when tmux starts"},
+    {".config/tmux", false, "tmux reads tmux.conf here (run-shell and if-shell run commands)"},
+    {".screenrc", false, "screen runs the commands it lists"},
     {".config/fish", false, "fish runs config.fish and conf.d at every start"},
     {".xprofile", false, "the graphical session runs it at login"},
     {".xsessionrc", false, "the graphical session runs it at login"},
@@ -78,8 +91,26 @@ constexpr ProtectedNameEntry kTable[] = {
     {"mise.local.toml", false, "mise runs its hooks and env scripts when a shell enters the directory"},
     {".mise.local.toml", false, "mise runs its hooks and env scripts when a shell enters the directory"},
     {".config/mise", false, "mise runs its hooks and env scripts when a shell enters a directory"},
-    // Tools whose configuration names a program they run.
+    // Tools whose configuration names a program they run, or is code they run.
     {".ripgreprc", false, "--pre names a program rg runs on every file it searches"},
+    {".cargo/config.toml", false, "target runners, rustc-wrapper and aliases name programs cargo runs here"},
+    {".cargo/config", false, "target runners, rustc-wrapper and aliases name programs cargo runs here"},
+    {".pnpmfile.cjs", false, "pnpm runs it at every install"},
+    {"bunfig.toml", false, "preload names scripts bun runs first"},
+    {".bunfig.toml", false, "preload names scripts bun runs first"},
+    {".mvn", false, "extensions.xml loads Maven extensions (code) and jvm.config adds JVM options (-javaagent)"},
+    {".gdbinit", false, "gdb runs its commands (shell, python) at start"},
+    {".lldbinit", false, "lldb runs its commands at start"},
+    {".irbrc", false, "irb runs this Ruby code at start"},
+    {".pryrc", false, "pry runs this Ruby code at start"},
+    {".Rprofile", false, "R runs this code when it starts in the directory"},
+    {".ghci", false, "ghci runs its commands (:! runs programs) when it starts in the directory"},
+    {".erlang", false, "erl runs this code when it starts in the directory"},
+    {".sqliterc", false, "the sqlite3 shell runs its dot-commands (.shell) at start"},
+    {".psqlrc", false, "psql runs its meta-commands (\\! runs programs) at start"},
+    {".ipython", false, "IPython runs the profiles' startup scripts"},
+    {".mailcap", false, "names the programs mail readers run on attachments"},
+    {".lessfilter", false, "lesspipe runs it on every file less opens"},
     {".npmrc", false, "script-shell and node-options run programs at the next npm command"},
     {".yarnrc", false, "yarn-path names the script every yarn command runs"},
     {".yarnrc.yml", false, "yarnPath names the script every yarn command runs"},
@@ -197,11 +228,13 @@ std::vector<std::string_view> pathComponents(std::string_view path) {
 }
 
 ProtectedNameMatcher::ProtectedNameMatcher(std::vector<ProtectedName> names) : names_(std::move(names)) {
+  keys_.reserve(names_.size());
+  for (const auto& n : names_) keys_.push_back(foldedPath(n.pattern));
   compiled_.reserve(names_.size());
-  for (const auto& n : names_) {
-    auto parts = pathComponents(n.pattern);
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    auto parts = pathComponents(keys_[i]);
     if (parts.empty()) continue;  // protects nothing by name
-    compiled_.push_back({std::move(parts), &n});
+    compiled_.push_back({std::move(parts), &names_[i]});
   }
   for (std::size_t i = 0; i < compiled_.size(); ++i) {
     std::string_view first = compiled_[i].parts.front();
@@ -216,7 +249,16 @@ ProtectedNameMatcher::ProtectedNameMatcher(std::vector<ProtectedName> names) : n
 
 template <typename Visit>
 const ProtectedName* ProtectedNameMatcher::firstMatch(std::string_view path, Visit&& matches) const {
-  const auto parts = pathComponents(path);
+  auto parts = pathComponents(path);
+  // Each component by its key; the ones that change are kept here (reserved:
+  // the views into them stay put).
+  std::vector<std::string> folded;
+  std::string key;
+  for (auto& part : parts) {
+    if (foldedName(part, key).data() == part.data()) continue;
+    if (folded.capacity() == 0) folded.reserve(parts.size());
+    part = folded.emplace_back(std::move(key));
+  }
   const Parts all(parts);
   for (std::size_t start = 0; start < parts.size(); ++start) {
     auto it = std::lower_bound(byFirst_.begin(), byFirst_.end(), std::pair<std::string_view, std::size_t>(parts[start], 0));

@@ -41,6 +41,9 @@ std::string_view protectedNameReason(const ProtectedName& name) noexcept;
 // Decides paths against a set of patterns. Paths are absolute and lexically
 // normal; every component of the path counts, the writable tree's own
 // ancestors included (a tree at ~/.git/hooks is protected as a whole).
+// Components are compared by their keys (name_fold.h): `.GIT/Hooks`,
+// `.bashrc.` and `.ba\u017fhrc` are `.git/hooks` and `.bashrc`, as a
+// case-insensitive directory takes them.
 class ProtectedNameMatcher {
  public:
   explicit ProtectedNameMatcher(std::vector<ProtectedName> names);
@@ -74,6 +77,7 @@ class ProtectedNameMatcher {
   const ProtectedName* firstMatch(std::string_view path, Visit&& matches) const;
 
   std::vector<ProtectedName> names_;
+  std::vector<std::string> keys_;  // each pattern's components by their keys, aligned with names_
   std::vector<Compiled> compiled_;
   // By first component, sorted; those starting with a wildcard apart.
   std::vector<std::pair<std::string_view, std::size_t>> byFirst_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "policy/name_fold.h"
 #include "policy/paths.h"
 #include "policy/text.h"
 
@@ -37,9 +38,19 @@ const std::string* containing(const std::vector<std::string>& list, std::string_
   return nullptr;
 }
 
-const std::string* strictlyBeneath(const std::vector<std::string>& list, std::string_view dir) {
+// The rule paths holding the path whose key is `key` / lying strictly
+// beneath it, compared by keys.
+template <typename RulePath>
+const std::string* containingKey(const std::vector<RulePath>& list, std::string_view key) {
   for (const auto& entry : list)
-    if (entry != dir && isWithin(entry, dir)) return &entry;
+    if (isWithin(key, entry.key)) return &entry.path;
+  return nullptr;
+}
+
+template <typename RulePath>
+const std::string* strictlyBeneathKey(const std::vector<RulePath>& list, std::string_view key) {
+  for (const auto& entry : list)
+    if (entry.key != key && isWithin(entry.key, key)) return &entry.path;
   return nullptr;
 }
 
@@ -59,13 +70,20 @@ std::string beneathChange(const WriteEffect& e) {
 }
 
 // Entries of a git directory git reads its configuration and hooks from, and
-// the names that make a directory one.
+// the names that make a directory one -- by their keys (a case-insensitive
+// directory's CONFIG is its config).
 constexpr std::string_view kGitConfigEntries[] = {"config", "config.worktree", "hooks", "info", "commondir"};
-constexpr std::string_view kGitShapeEntries[] = {"HEAD", "objects", "refs", "commondir"};
+constexpr std::string_view kGitShapeEntries[] = {"head", "objects", "refs", "commondir"};
 
 template <std::size_t N>
 bool among(const std::string_view (&list)[N], std::string_view name) {
-  return std::find(std::begin(list), std::end(list), name) != std::end(list);
+  std::string storage;
+  return std::find(std::begin(list), std::end(list), foldedName(name, storage)) != std::end(list);
+}
+
+bool isEntry(std::string_view name, std::string_view key) {
+  std::string storage;
+  return foldedName(name, storage) == key;
 }
 
 std::string_view parentOf(std::string_view path) {
@@ -110,10 +128,16 @@ WriteRules::WriteRules(const DerivedRules& rules) : WriteRules(rules, brokeredTr
 WriteRules::WriteRules(const DerivedRules& rules, std::vector<std::string> trees, std::vector<std::string> ownTrees)
     : trees_(std::move(trees)),
       ownTrees_(std::move(ownTrees)),
-      readOnlyInView_(rules.filesystem().denyRead),
-      denyWrite_(rules.filesystem().denyWrite),
-      mandatoryDenyWrite_(rules.filesystem().mandatoryDenyWrite),
+      readOnlyInView_(keyed(rules.filesystem().denyRead)),
+      denyWrite_(keyed(rules.filesystem().denyWrite)),
+      mandatoryDenyWrite_(keyed(rules.filesystem().mandatoryDenyWrite)),
       names_(rules.filesystem().protectedNames) {}
+
+std::vector<WriteRules::RulePath> WriteRules::keyed(const std::vector<std::string>& paths) {
+  std::vector<RulePath> out;
+  for (const auto& p : paths) out.push_back({p, foldedPath(p)});
+  return out;
+}
 
 std::optional<std::size_t> WriteRules::treeOf(std::string_view path) const {
   // The deepest tree wins (one can be bound inside a mask, or inside the
@@ -133,9 +157,11 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
   // deeper, over the mask.
   const auto tree = treeOf(e.path);
   const std::size_t treeDepth = tree ? trees_[*tree].size() : 0;
+  std::string keyStorage;
+  const std::string_view key = foldedPath(e.path, keyStorage);
   const std::string* mask = nullptr;
   for (const auto& entry : readOnlyInView_)
-    if (isWithin(e.path, entry) && entry.size() >= treeDepth) mask = &entry;
+    if (isWithin(key, entry.key) && entry.path.size() >= treeDepth) mask = &entry.path;
   if (mask)
     return refuse(EROFS, "filesystem.denyRead " + quote(*mask), "read-denied paths are read-only masks in the sandbox",
                   e.path);
@@ -143,18 +169,18 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
   // from under its rule: by its new name the broker would open it for the
   // child, to read as well as write. A symlink there would redirect the name.
   if (changesWhatIsBeneath(e))
-    if (const auto* d = strictlyBeneath(readOnlyInView_, e.path))
+    if (const auto* d = strictlyBeneathKey(readOnlyInView_, key))
       return refuse(EACCES, "filesystem.denyRead " + quote(*d),
                     beneathChange(e) + " the read-denied " + quote(*d) + " out from under its mask", e.path);
   for (const auto* list : {&denyWrite_, &mandatoryDenyWrite_}) {
     const char* field = list == &denyWrite_ ? "filesystem.denyWrite " : "filesystem.mandatoryDenyWrite ";
     const char* why = list == &denyWrite_ ? "the policy denies writes here" : "git's configuration names it: a core.hooksPath, a program git runs, or a file it includes";
-    if (const auto* d = containing(*list, e.path)) return refuse(EACCES, field + quote(*d), why, e.path);
+    if (const auto* d = containingKey(*list, key)) return refuse(EACCES, field + quote(*d), why, e.path);
     // A directory moved away, or onto a name, takes the denied paths beneath
     // it along (or puts what the child made where they were); a symlink
     // there would put wherever it points in their place.
     if (changesWhatIsBeneath(e))
-      if (const auto* d = strictlyBeneath(*list, e.path))
+      if (const auto* d = strictlyBeneathKey(*list, key))
         return refuse(EACCES, field + quote(*d), beneathChange(e) + " " + quote(*d) + ": " + why, e.path);
   }
   if (const auto* n = names_.protecting(e.path, isDirectory(e.kind)))
@@ -163,6 +189,15 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
     if (const auto* n = names_.contextOf(e.path))
       return refuse(EACCES, "protected name " + quote(n->text()), beneathChange(e) + " what the name protects",
                     e.path);
+  // Only files, directories and symlinks arrive at names in a writable tree
+  // (an allow-list of kinds): the host's tools open whatever they find at the
+  // names they read -- git its index, an editor or a search every file -- and
+  // a FIFO there blocks them for good, a device node is the device.
+  if (e.kind == ObjectKind::kSpecial && (e.effect == Effect::kCreate || e.effect == Effect::kMoveIn))
+    return refuse(EPERM, "special file in a writable tree",
+                  "a FIFO, socket or device node in a writable tree hangs or is opened by the host's next tool there "
+                  "(a FIFO at .git/index stops git status)",
+                  e.path);
   return std::nullopt;
 }
 
@@ -214,10 +249,10 @@ std::optional<WriteVerdict> WriteRules::gitDirRefusal(const std::vector<WriteEff
         // Git asks only that objects and refs be searchable (access(X_OK)):
         // a symlink to a directory, or an executable file, passes as well as
         // a directory -- any kind counts.
-        if (name == "HEAD") after.head = adding;
-        if (name == "objects") after.objects = adding;
-        if (name == "refs") after.refs = adding;
-        if (name == "commondir") after.commondir = adding;
+        if (isEntry(name, "head")) after.head = adding;
+        if (isEntry(name, "objects")) after.objects = adding;
+        if (isEntry(name, "refs")) after.refs = adding;
+        if (isEntry(name, "commondir")) after.commondir = adding;
       }
     }
     for (const auto& e : effects)

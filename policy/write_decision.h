@@ -33,8 +33,11 @@ std::vector<std::string> brokeredTrees(const DerivedRules& rules);
 bool builtPrivately(std::string_view path) noexcept;
 
 // What kind of object is at a name, or arrives there. A symlink is told
-// apart: one arriving at a name sends what is beneath the name elsewhere.
-enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther, kSymlink };
+// apart: one arriving at a name sends what is beneath the name elsewhere;
+// so is a special file (a FIFO, socket or device node), which no name in a
+// writable tree may get: the host's next tool to open it there hangs (a FIFO
+// at .git/index stops every `git status`) or reaches a device.
+enum class ObjectKind : std::uint8_t { kNone, kDirectory, kOther, kSymlink, kSpecial };
 
 // What a call does to one name.
 enum class Effect : std::uint8_t {
@@ -118,11 +121,18 @@ class WriteRules {
   // True when the table protects the entries of `dir` by name (a .git).
   bool nameProtectsEntries(std::string_view dir) const;
 
+  // A rule's path, and its key (name_fold.h): a path is within it when its
+  // key is, however a case-insensitive directory lets the child spell it.
+  struct RulePath {
+    std::string path, key;
+  };
+  static std::vector<RulePath> keyed(const std::vector<std::string>& paths);
+
   std::vector<std::string> trees_;
   std::vector<std::string> ownTrees_;
-  std::vector<std::string> readOnlyInView_;  // denyRead entries: masked, or carved out read-only, in the child's view
-  std::vector<std::string> denyWrite_;
-  std::vector<std::string> mandatoryDenyWrite_;
+  std::vector<RulePath> readOnlyInView_;  // denyRead entries: masked, or carved out read-only, in the child's view
+  std::vector<RulePath> denyWrite_;
+  std::vector<RulePath> mandatoryDenyWrite_;
   ProtectedNameMatcher names_;
 };
 

@@ -51,6 +51,7 @@ class Checker {
     workspace();
     protectedNames();
     readOnlyMounts();
+    aliasingMounts();
     landlock();
     network();
     limits();
@@ -294,6 +295,21 @@ class Checker {
       if (within(*e, r)) continue;  // the entry's own place is read-only: uncovered (filesystem())
       degraded(entry(field, *e), "the host mounts " + policy::quote(r) + " read-only inside it: writes there fail with EROFS");
     }
+  }
+
+  // A brokered tree on a filesystem that gives entries second names of their
+  // own: `BASHRC~1` opens `.bashrc` there, and no decision by name sees it.
+  void aliasingMounts() {
+    for (const auto& a : plan_.mounts.aliasingHost)
+      for (const auto& t : plan_.mounts.brokeredTrees()) {
+        if (!within(t, a.path) && !within(a.path, t)) continue;
+        const auto [field, e] = writeRule(t);
+        uncovered(entry(field, *e), "the host mounts " + policy::quote(a.path) + " as " + a.fsType +
+                                        ", whose entries also answer to a short name of their own (8.3: BASHRC~1 is "
+                                        ".bashrc), which the write broker cannot decide by: keep the writable tree "
+                                        "on another filesystem");
+        break;
+      }
   }
 
   // Landlock grants the child write rights of its own exactly beneath the

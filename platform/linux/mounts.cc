@@ -605,6 +605,28 @@ void readHostMounts(const DerivedRules& rules, MountPlan& plan) {
         std::find(out.begin(), out.end(), m.mountPoint) == out.end())
       out.push_back(m.mountPoint);
   plan.deniedElsewhere = deniedElsewhere(rules, table);
+  plan.aliasingHost = aliasingMounts(trees, table);
+}
+
+std::vector<MountPlan::AliasingMount> aliasingMounts(const std::vector<std::string>& trees,
+                                                     const std::vector<MountEntry>& table) {
+  // Filesystems whose lookups also match a name the entry was given beside
+  // its own: FAT's and NTFS's 8.3 short names, SMB servers' (Windows's 8.3,
+  // Samba's mangled names).
+  static constexpr std::string_view kAliasing[] = {"vfat", "msdos", "ntfs", "ntfs3", "cifs", "smb3"};
+  std::vector<MountPlan::AliasingMount> out;
+  for (const auto& t : trees) {
+    const MountEntry* holding = nullptr;
+    for (const auto& m : table)
+      if (beneath(t, m.mountPoint) && (!holding || m.mountPoint.size() >= holding->mountPoint.size())) holding = &m;
+    for (const auto& m : table) {
+      if (&m != holding && !beneath(m.mountPoint, t)) continue;
+      if (std::find(std::begin(kAliasing), std::end(kAliasing), m.fsType) == std::end(kAliasing)) continue;
+      if (std::none_of(out.begin(), out.end(), [&](const auto& a) { return a.path == m.mountPoint; }))
+        out.push_back({m.mountPoint, m.fsType});
+    }
+  }
+  return out;
 }
 
 std::vector<MountPlan::OtherName> deniedElsewhere(const DerivedRules& rules, const std::vector<MountEntry>& table) {

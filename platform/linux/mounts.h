@@ -152,6 +152,16 @@ struct MountPlan {
     std::string path;    // where the host shows it (or a part of it) too
   };
   std::vector<OtherName> deniedElsewhere;
+  // Where the host mounts a brokered tree, or a part of one, on a filesystem
+  // that gives each entry a second name of its own -- vfat's and NTFS's 8.3
+  // short names, an SMB server's mangled ones: `BASHRC~1` opens `.bashrc` --
+  // which the broker, deciding by name, never sees. Only the coverage check
+  // reads it: readHostMounts() fills it, from the same mount table.
+  struct AliasingMount {
+    std::string path;    // the mount point
+    std::string fsType;  // "vfat", "cifs", ...
+  };
+  std::vector<AliasingMount> aliasingHost;
   // Scratch for the child (one slot per kBrokered and kCarveOut op); sized by
   // planMounts() because the child may not allocate.
   mutable std::vector<int> scratch;
@@ -201,6 +211,10 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace 
 // the host's mount table now (read once, and only when a brokered tree or a
 // read-denied path asks for it).
 void readHostMounts(const DerivedRules& rules, MountPlan& plan);
+
+// Pure: MountPlan::aliasingHost for the brokered `trees` in the mount table `table`.
+std::vector<MountPlan::AliasingMount> aliasingMounts(const std::vector<std::string>& trees,
+                                                     const std::vector<MountEntry>& table);
 
 // Pure: MountPlan::deniedElsewhere for `rules` in the mount table `table`.
 std::vector<MountPlan::OtherName> deniedElsewhere(const DerivedRules& rules, const std::vector<MountEntry>& table);

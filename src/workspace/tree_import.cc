@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <locale.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,21 +174,35 @@ class Staging {
   const std::string& name() const noexcept { return name_; }
 
  private:
+  // Made and held (flock) for as long as the import runs: a process killed
+  // meanwhile releases it, and the next sweep there removes what it left.
   bool make(platform::UniqueFd parent) {
-    name_ = temporaryName(".stockade-import-");
-    if (::mkdirat(parent.get(), name_.c_str(), 0700) != 0) {
-      error_ = errno;
-      return false;
+    sweepStaleStaging(parent.get());
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      name_ = temporaryName(kStagingPrefix);
+      if (::mkdirat(parent.get(), name_.c_str(), 0700) != 0) {
+        error_ = errno;
+        return false;
+      }
+      platform::UniqueFd fd(::openat(parent.get(), name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) {
+        error_ = errno;
+        ::unlinkat(parent.get(), name_.c_str(), AT_REMOVEDIR);
+        return false;
+      }
+      // A sweep that took it for a dead importer's between mkdirat and here
+      // holds it, or has removed it: another name.
+      struct stat mine {}, named {};
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 || ::fstat(fd.get(), &mine) != 0 ||
+          ::fstatat(parent.get(), name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 || mine.st_ino != named.st_ino ||
+          mine.st_dev != named.st_dev)
+        continue;
+      parent_ = std::move(parent);
+      dir_ = std::move(fd);
+      return true;
     }
-    int fd = ::openat(parent.get(), name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-      error_ = errno;
-      ::unlinkat(parent.get(), name_.c_str(), AT_REMOVEDIR);
-      return false;
-    }
-    parent_ = std::move(parent);
-    dir_.reset(fd);
-    return true;
+    error_ = EAGAIN;
+    return false;
   }
   platform::UniqueFd parent_, dir_;
   std::string name_;

@@ -3,7 +3,9 @@
 // then used only through its fd or an *at() call on one component in a
 // directory fd, and every object is judged by the access rules with the real
 // path the kernel has for it.
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -168,6 +170,27 @@ std::string temporaryName(std::string_view prefix) {
   return out;
 }
 
+void sweepStaleStaging(int dirFd) {
+  UniqueFd listing(::openat(dirFd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* d = listing ? ::fdopendir(listing.get()) : nullptr;
+  if (!d) return;
+  listing.release();
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (!name.starts_with(kStagingPrefix)) continue;
+    UniqueFd held(::openat(dirFd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    // Held by its importer (LOCK_EX until it is done): not ours to touch.
+    if (held && ::flock(held.get(), LOCK_EX | LOCK_NB) == 0) stale.emplace_back(name);
+  }
+  ::closedir(d);
+  // Locked again while removed: an importer that made one by this name meanwhile checks its lock's name.
+  for (const auto& name : stale) {
+    UniqueFd held(::openat(dirFd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (held && ::flock(held.get(), LOCK_EX | LOCK_NB) == 0) (void)removeTree(dirFd, name);
+  }
+}
+
 std::optional<SysError> removeTree(int parentFd, const std::string& name) {
   int fd = ::openat(parentFd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
@@ -320,6 +343,10 @@ WorkspaceResult<Workspace> Workspace::open(WorkspaceOptions options) {
     return resolutionError(SysError{"open(" + quoteValue(options.hostPath) + ", O_PATH|O_DIRECTORY)", errno},
                            options.hostPath);
   impl->root.reset(fd);
+  // What an import killed by SIGKILL left (in the workspace, or beside it):
+  // nothing of stockade's stays on the host after its next start.
+  sweepStaleStaging(fd);
+  if (UniqueFd parent(::openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC)); parent) sweepStaleStaging(parent.get());
   auto real = platform::fdPath(fd);
   if (auto* e = std::get_if<SysError>(&real)) return ioError(*e, "workspace " + quoteValue(options.hostPath));
   impl->realPath = std::get<std::string>(std::move(real));
@@ -415,14 +442,16 @@ WorkspaceResult<std::string> Workspace::download(std::string_view path) {
 
 struct FileWriter::State {
   UniqueFd dir;   // the target's directory (O_PATH)
-  UniqueFd file;  // the temporary
-  std::string temp, leaf, path;
+  UniqueFd file;  // the temporary: unnamed (O_TMPFILE) until it is committed, where the filesystem can
+  std::string temp, leaf, path;  // temp: the temporary's name; empty while it has none
   std::uint64_t written = 0;
   std::uint64_t limit = 0;
   std::string limitText;
   bool done = false;
-  ~State() {
-    if (!done && file) ::unlinkat(dir.get(), temp.c_str(), 0);
+  ~State() { discard(); }
+  void discard() {
+    if (!temp.empty()) ::unlinkat(dir.get(), temp.c_str(), 0);
+    temp.clear();
   }
 };
 FileWriter::FileWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -436,7 +465,7 @@ WorkspaceStatus FileWriter::write(std::string_view bytes) {
   if (s.done) return makeError(WorkspaceErrorCode::kUnavailable, "upload of " + quoteValue(s.path) + " already ended");
   if (bytes.size() > s.limit - s.written) {
     s.done = true;
-    ::unlinkat(s.dir.get(), s.temp.c_str(), 0);
+    s.discard();
     return makeError(WorkspaceErrorCode::kTooLarge, "upload of " + quoteValue(s.path) + ": more than " + s.limitText +
                                                         "; nothing was written");
   }
@@ -446,7 +475,7 @@ WorkspaceStatus FileWriter::write(std::string_view bytes) {
     if (n < 0) {
       int e = errno;
       s.done = true;
-      ::unlinkat(s.dir.get(), s.temp.c_str(), 0);
+      s.discard();
       if (e == EFBIG)
         return makeError(WorkspaceErrorCode::kTooLarge, "upload of " + quoteValue(s.path) + ": write: EFBIG");
       return ioError("write", e, "upload of " + quoteValue(s.path));
@@ -462,9 +491,20 @@ WorkspaceStatus FileWriter::commit() {
   if (s.done) return makeError(WorkspaceErrorCode::kUnavailable, "upload of " + quoteValue(s.path) + " already ended");
   s.done = true;
   auto fail = [&](WorkspaceError e) {
-    ::unlinkat(s.dir.get(), s.temp.c_str(), 0);
+    s.discard();
     return e;
   };
+  if (s.temp.empty()) {
+    // The unnamed file gets a name only now, for the rename that replaces the target.
+    for (int attempt = 0; s.temp.empty(); ++attempt) {
+      std::string name = temporaryName(".stockade-upload-");
+      if (::linkat(AT_FDCWD, ("/proc/self/fd/" + std::to_string(s.file.get())).c_str(), s.dir.get(), name.c_str(),
+                   AT_SYMLINK_FOLLOW) == 0)
+        s.temp = std::move(name);
+      else if (errno != EEXIST || attempt > 3)
+        return fail(ioError(SysError{"linkat(O_TMPFILE, " + quoteValue(name) + ")", errno}, "upload of " + quoteValue(s.path)));
+    }
+  }
   if (::close(s.file.release()) != 0) return fail(ioError("close", errno, "upload of " + quoteValue(s.path)));
   auto r = platform::renameAt(s.dir.get(), s.temp, s.dir.get(), s.leaf, platform::RenameMode::kReplace);
   if (auto* e = std::get_if<SysError>(&r)) {
@@ -472,6 +512,7 @@ WorkspaceStatus FileWriter::commit() {
       return fail(makeError(WorkspaceErrorCode::kIsDirectory, "path " + quoteValue(s.path) + " is a directory"));
     return fail(ioError(*e, "upload of " + quoteValue(s.path)));
   }
+  s.temp.clear();  // it is the target now
   return std::nullopt;
 }
 
@@ -531,15 +572,20 @@ WorkspaceResult<FileWriter> Workspace::openWrite(std::string_view pathText) {
   state->limitText = limitText(*impl_, rules);
   // A replaced file keeps its permissions, as a write to it in the sandbox would.
   mode_t mode = exists && S_ISREG(st.st_mode) ? (st.st_mode & 0777) : 0644;
-  for (int attempt = 0;; ++attempt) {
-    state->temp = temporaryName(".stockade-upload-");
-    int fd = ::openat(parent.fd.get(), state->temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  // Unnamed until committed, so that a process killed meanwhile leaves
+  // nothing in the workspace; a named temporary where the filesystem has no
+  // O_TMPFILE (exFAT, NFS before 4.2 ...).
+  state->file.reset(::openat(parent.fd.get(), ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600));
+  for (int attempt = 0; !state->file; ++attempt) {
+    std::string temp = temporaryName(".stockade-upload-");
+    int fd = ::openat(parent.fd.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       state->file.reset(fd);
+      state->temp = std::move(temp);
       break;
     }
     if (errno != EEXIST || attempt > 3)
-      return resolutionError(SysError{"openat(" + quoteValue(state->temp) + ", O_CREAT|O_EXCL)", errno}, path.text(),
+      return resolutionError(SysError{"openat(" + quoteValue(temp) + ", O_CREAT|O_EXCL)", errno}, path.text(),
                              WorkspaceErrorCode::kNotDirectory);
   }
   state->dir = std::move(parent.fd);

@@ -96,6 +96,14 @@ std::string temporaryName(std::string_view prefix);
 // deepest first. The error names the first call that failed.
 std::optional<platform::SysError> removeTree(int parentFd, const std::string& name);
 
+// An import's staging directories are named with this prefix and held
+// flock()ed by the process importing (tree_import.cc): one that is not held
+// was left by a process killed (SIGKILL) mid-import.
+inline constexpr std::string_view kStagingPrefix = ".stockade-import-";
+// Removes the staging directories in `dirFd` that no live process holds.
+// Best effort: one that cannot be removed stays for the next sweep.
+void sweepStaleStaging(int dirFd);
+
 // A deadline; time_point::max() when none.
 using Deadline = std::chrono::steady_clock::time_point;
 

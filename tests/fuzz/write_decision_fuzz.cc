@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<policy::WriteEffect> effects;
   while (effects.size() < 4 && in.size() >= 2) {
     const auto effect = static_cast<Effect>(static_cast<unsigned char>(in[0]) % 6);
-    const auto kind = static_cast<ObjectKind>(static_cast<unsigned char>(in[1]) % 3);
+    const auto kind = static_cast<ObjectKind>(static_cast<unsigned char>(in[1]) % 5);
     in.remove_prefix(2);
     std::size_t end = in.find('\n');
     std::string raw(in.substr(0, std::min(end, std::size_t{4096})));
@@ -72,6 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const auto& e : effects) {
         check(writeRules.treeOf(e.path) == v.tree);
         check(names.protecting(e.path, e.kind == ObjectKind::kDirectory) == nullptr);
+        check(e.kind != ObjectKind::kSpecial || (e.effect != Effect::kCreate && e.effect != Effect::kMoveIn));
         check(rules().writable(e.path) || names.protecting(e.path, false) != nullptr);
       }
       break;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <thread>
 
+#include "tests/support/read_file.h"
 #include "tests/support/workspace_fixture.h"
 
 namespace stockade {
@@ -119,6 +120,21 @@ TEST_F(WorkspaceFilesTest, UploadCreatesParentsAndReplacesAtomically) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);  // a replaced file keeps its permissions
   // No temporary is left behind.
   EXPECT_EQ(testing::listTree(ws_ + "/a/b").size(), 1u);
+}
+
+// While an upload runs its temporary has no name (O_TMPFILE): a daemon
+// killed meanwhile (SIGKILL) leaves nothing in the workspace.
+TEST_F(WorkspaceFilesTest, AnUploadInProgressHasNothingInTheWorkspaceUntilItIsCommitted) {
+  Workspace w = open();
+  ASSERT_EQ(codeOf(w.upload("/workspace/d/keep", "k")), "ok");
+  auto writer = w.openWrite("/workspace/d/f");
+  ASSERT_TRUE(std::holds_alternative<FileWriter>(writer)) << std::get<WorkspaceError>(writer).message;
+  auto& fw = std::get<FileWriter>(writer);
+  ASSERT_FALSE(fw.write(std::string(100000, 'x')));
+  EXPECT_EQ(testing::listTree(ws_ + "/d").size(), 1u) << "a named temporary is in the workspace mid-upload";
+  ASSERT_FALSE(fw.commit());
+  EXPECT_EQ(testing::readWholeFile(ws_ + "/d/f"), std::string(100000, 'x'));
+  EXPECT_EQ(testing::listTree(ws_ + "/d").size(), 2u);
 }
 
 TEST_F(WorkspaceFilesTest, AReaderNeverSeesAPartlyWrittenFile) {

@@ -5,14 +5,19 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <cstring>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <chrono>
 #include <thread>
 
+#include "tests/support/read_file.h"
 #include "tests/support/tar_builder.h"
 #include "tests/support/workspace_fixture.h"
 
@@ -266,6 +271,99 @@ TEST_F(WorkspaceTreeTest, AnArchiveArrivingAFewBytesAtATimeImports) {
   auto r = w.importTree(src);
   ASSERT_FALSE(r) << r->message;
   EXPECT_EQ(std::filesystem::file_size(ws_ + "/a"), 100000u);
+}
+
+// A source whose bytes stop coming after `bytes`: the import waits in it.
+class StallingSource final : public ByteSource {
+ public:
+  explicit StallingSource(std::string_view bytes) : bytes_(bytes) {}
+  WorkspaceResult<std::size_t> read(std::span<char> buf) override {
+    if (bytes_.empty()) ::pause();  // until killed
+    std::size_t n = std::min(buf.size(), bytes_.size());
+    std::memcpy(buf.data(), bytes_.data(), n);
+    bytes_.remove_prefix(n);
+    return n;
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+std::vector<std::string> stagingNames(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().starts_with(".stockade-import-")) out.push_back(e.path().string());
+  return out;
+}
+
+// A process killed (SIGKILL) in the middle of an import leaves its staging
+// directory; the next open of the workspace (a restarted daemon's) removes
+// it, and never one a live import holds.
+TEST_F(WorkspaceTreeTest, WhatAnImportKilledMidwayLeftIsGoneAtTheNextOpenButALiveOnesIsKept) {
+  const std::string tar = TarBuilder().file("a", "a").dir("d").file("d/b", std::string(1000, 'b')).end().take();
+  const std::string beside = std::filesystem::path(ws_).parent_path().string();
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Workspace w = open();
+    StallingSource src(std::string_view(tar).substr(0, 1536));  // the first entry and part of the next
+    (void)w.importTree(src);
+    ::_exit(0);
+  }
+  std::vector<std::string> left;
+  for (int i = 0; i < 500 && left.empty(); ++i) {
+    left = stagingNames(beside);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_EQ(left.size(), 1u) << "the import never staged beside the workspace";
+
+  Workspace again = open();
+  EXPECT_FALSE(std::filesystem::exists(left[0])) << left[0] << " stayed after the next open";
+
+  // A live import's staging, held while this open sweeps: its source waits
+  // (part of the archive delivered) until the sweep is done.
+  class GatedSource final : public ByteSource {
+   public:
+    GatedSource(std::string_view bytes, std::atomic<bool>& gate) : bytes_(bytes), gate_(gate) {}
+    WorkspaceResult<std::size_t> read(std::span<char> buf) override {
+      if (bytes_.size() < 1024)
+        while (!gate_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::size_t n = std::min({buf.size(), bytes_.size(), std::size_t{512}});
+      std::memcpy(buf.data(), bytes_.data(), n);
+      bytes_.remove_prefix(n);
+      return n;
+    }
+
+   private:
+    std::string_view bytes_;
+    std::atomic<bool>& gate_;
+  };
+  std::atomic<bool> gate{false};
+  const std::string slow = TarBuilder().file("x", "x").file("y", "y").end().take();
+  std::optional<WorkspaceError> slowResult;
+  std::thread live([&] {
+    Workspace w = open();
+    GatedSource src(slow, gate);
+    slowResult = w.importTree(src);
+  });
+  std::vector<std::string> staging;
+  for (int i = 0; i < 500 && staging.empty(); ++i) {
+    staging = stagingNames(beside);
+    if (staging.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  Workspace another = open();
+  const bool kept = !staging.empty() && std::filesystem::exists(staging[0]);
+  gate = true;
+  live.join();
+  ASSERT_EQ(staging.size(), 1u) << "the live import never staged";
+  EXPECT_TRUE(kept) << "the live import's staging was swept away";
+  EXPECT_FALSE(slowResult) << slowResult->message;
+  EXPECT_EQ(testing::readWholeFile(ws_ + "/y"), "y");
+  EXPECT_TRUE(stagingNames(beside).empty());
+  EXPECT_TRUE(stagingNames(ws_).empty());
 }
 
 struct Crafted {

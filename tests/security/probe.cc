@@ -364,6 +364,7 @@ int runOp(int argc, char** argv) {
   if (op == "utimes") return result(::utimes(arg(2), nullptr), "utimes");
   if (op == "setxattr") return result(::setxattr(arg(2), arg(3), arg(4), std::strlen(arg(4)), 0), "setxattr");
   if (op == "mkfifo") return result(::mkfifo(arg(2), 0644), "mkfifo");
+  if (op == "mknod-socket") return result(::mknod(arg(2), S_IFSOCK | 0644, 0), "mknod");
   if (op == "tmpfile-link") {  // tmpfile-link DIR NAME: an O_TMPFILE file, named by linkat()
     int fd = ::open(arg(2), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
     if (fd < 0) return result(-1, "open(O_TMPFILE)");

@@ -102,6 +102,110 @@ TEST_F(WriteBrokerTest, AProtectedNameSpeltWithDotsOrSlashesIsRefusedAsItself) {
   EXPECT_EQ(slurp(ws + "/a/b/neighbour2"), "probe\n") << "the cwd's magic link is followed as natively";
 }
 
+// The caller's own magic links, however they are spelt -- /proc/self/root,
+// /proc/<its pid>/cwd, /proc/<pid>/task/<its tid>/root, a symlink to one --
+// name the path they lead to: a write there is decided (EACCES and a denial
+// for a protected name), and an allowed one is performed as natively, not
+// left to fail EROFS in the read-only view. The probe runs as pid 2.
+TEST_F(WriteBrokerTest, TheCallersOwnMagicLinksAreDecidedAsThePathsTheyName) {
+  ASSERT_EQ(::symlink("/proc/self/cwd", (ws + "/to-cwd").c_str()), 0);
+  ASSERT_EQ(::symlink("/proc/self/root", (ws + "/to-root").c_str()), 0);
+  const std::string viaRoot = "/proc/self/root" + ws, viaLinkedRoot = "to-root" + ws;
+  const std::string audit = root_ + "/audit.jsonl";
+  struct Case {
+    std::string neighbour, attack;  // each made with `create`
+  };
+  const Case cases[] = {{viaRoot + "/n1", viaRoot + "/.bash_profile"},
+                        {"/proc/2/cwd/n2", "/proc/2/cwd/.git/config"},
+                        {"/proc/2/task/2/root" + ws + "/n3", "/proc/2/task/2/root" + ws + "/.git/hooks/post-merge"},
+                        {"/proc/thread-self/root/proc/self/cwd/n4", "/proc/thread-self/root/proc/self/cwd/.envrc"},
+                        {"to-cwd/n5", "to-cwd/.vscode"},
+                        {viaLinkedRoot + "/n6", viaLinkedRoot + "/.profile"}};
+  for (const auto& c : cases) {
+    auto ok = probe({"create", c.neighbour});
+    EXPECT_EQ(ok.exitCode, 0) << c.neighbour << ": " << ok.out << ok.err;
+    auto r = probe({"create", c.attack}, {"--audit", audit});
+    EXPECT_TRUE(refused(r, "EACCES")) << c.attack << ": " << r.out << r.err;
+  }
+  for (const char* made : {"n1", "n2", "n3", "n4", "n5", "n6"}) EXPECT_EQ(slurp(ws + "/" + made), "probe\n") << made;
+  for (const char* name : {".bash_profile", ".git/config", ".git/hooks/post-merge", ".envrc", ".vscode", ".profile"})
+    EXPECT_FALSE(exists(ws + "/" + name)) << name;
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  auto denials = auditEvents(audit, "denial");
+  ASSERT_EQ(denials.size(), std::size(cases)) << nlohmann::json(denials).dump();
+  EXPECT_EQ(denials[0]["path"], viaRoot + "/.bash_profile");
+  EXPECT_EQ(denials[0]["resolvedPath"], ws + "/.bash_profile");
+  EXPECT_EQ(denials[4]["resolvedPath"], ws + "/.vscode");
+  // Another process's links are the kernel's: the sandbox's init is not
+  // the program's to follow (EACCES from the kernel, no denial).
+  auto init = probe({"create", "/proc/1/cwd/n7"});
+  EXPECT_TRUE(refused(init, "EACCES")) << init.out << init.err;
+}
+
+// A case-insensitive directory (casefold ext4 or tmpfs, vfat, exFAT, SMB)
+// takes `.BashRC` for `.bashrc`: protected names are decided by their keys
+// on every filesystem (name_fold.h), so each such spelling is refused here
+// too, on a case-sensitive workspace, beside the neighbour that writes.
+TEST_F(WriteBrokerTest, EverySpellingACaseInsensitiveDirectoryTakesForAProtectedNameIsRefused) {
+  for (const char* made : {".BashRC", ".bashrc.", ".ba\u017fhrc", "\u200b.envrc", ".VSCode", ".git/CONFIG",
+                           ".Git/hooks", "sub/.GIT"}) {
+    auto r = inside(std::string("mkdir -p sub .Git && $P write neighbour && $P create '") + made + "'");
+    EXPECT_TRUE(refused(r, "EACCES")) << made << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + made)) << made;
+  }
+  EXPECT_EQ(slurp(ws + "/neighbour"), "probe\n");
+  EXPECT_EQ(slurp(ws + "/.bashrc"), "ORIGINAL-BASHRC\n");
+}
+
+// The same on a real case-insensitive filesystem: an exFAT image (FUSE) as
+// the workspace, where `.BASHRC` *is* `.bashrc` and `LOCKED/keep` is the
+// denyWrite file `locked/keep`. Each wrote the protected file before.
+TEST_F(WriteBrokerTest, OnACaseInsensitiveFilesystemNoOtherSpellingReachesAProtectedFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting an exFAT image (losetup, mount.exfat-fuse) needs root";
+  if (::access("/usr/sbin/mount.exfat-fuse", X_OK) != 0 || ::access("/usr/sbin/mkfs.exfat", X_OK) != 0)
+    GTEST_SKIP() << "exfat-fuse and exfatprogs are not installed (scripts/bootstrap installs them)";
+  const std::string image = root_ + "/exfat.img", mnt = root_ + "/ci";
+  std::filesystem::create_directories(mnt);
+  struct Mounted {
+    std::string mnt, loop;
+    ~Mounted() {
+      if (!mnt.empty()) runProcess({"/bin/umount", mnt});
+      if (!loop.empty()) runProcess({"/sbin/losetup", "-d", loop});
+    }
+  } mounted;
+  ASSERT_EQ(runProcess({"/usr/bin/truncate", "-s", "16M", image}).exitCode, 0);
+  ASSERT_EQ(runProcess({"/usr/sbin/mkfs.exfat", image}).exitCode, 0);
+  auto loop = runProcess({"/sbin/losetup", "-f", "--show", image});
+  if (loop.exitCode != 0) GTEST_SKIP() << "no loop device for the exFAT image: " << loop.err;
+  mounted.loop = loop.out.substr(0, loop.out.find('\n'));
+  auto mount = runProcess({"/usr/sbin/mount.exfat-fuse", mounted.loop, mnt});
+  if (mount.exitCode != 0) GTEST_SKIP() << "mount.exfat-fuse " << mounted.loop << " failed: " << mount.err;
+  mounted.mnt = mnt;
+  file(mnt + "/.bashrc", "ORIGINAL-BASHRC\n");
+  file(mnt + "/.git/hooks/pre-commit", "ORIGINAL-HOOK\n");
+  file(mnt + "/locked/keep", "KEEP\n");
+  file(mnt + "/secret/key", "SECRET-IN-THE-WORKSPACE\n");
+  ASSERT_EQ(slurp(mnt + "/.BASHRC"), "ORIGINAL-BASHRC\n") << "the image is not case-insensitive";
+  ws = mnt;
+  policy["filesystem"]["allowWrite"] = {mnt};
+  policy["filesystem"]["denyWrite"] = {mnt + "/locked"};
+  policy["filesystem"]["denyRead"] = {mnt + "/secret"};
+  // The mask is on the sandbox's view; a write-open the broker performed by
+  // another spelling opened the host's file, and handed it over to read.
+  auto read = inside("$P write neighbour && $P cat-rdwr SECRET/key");
+  EXPECT_TRUE(refused(read, "EROFS")) << read.out << read.err;
+  EXPECT_EQ(read.out.find("SECRET-IN-THE-WORKSPACE"), std::string::npos) << read.out;
+  for (const char* path : {".BASHRC", ".GIT/HOOKS/pre-commit", ".Git/Hooks/post-checkout", "LOCKED/keep"}) {
+    auto r = inside(std::string("$P write neighbour && $P write ") + path);
+    EXPECT_TRUE(refused(r, "EACCES")) << path << ": " << r.out << r.err;
+    EXPECT_EQ(slurp(mnt + "/neighbour"), "probe\n") << "the allowed write before the attack ran";
+  }
+  EXPECT_EQ(slurp(mnt + "/.bashrc"), "ORIGINAL-BASHRC\n");
+  EXPECT_EQ(slurp(mnt + "/.git/hooks/pre-commit"), "ORIGINAL-HOOK\n");
+  EXPECT_FALSE(exists(mnt + "/.git/hooks/post-checkout"));
+  EXPECT_EQ(slurp(mnt + "/locked/keep"), "KEEP\n");
+}
+
 TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
   // `git init sub` then a hook: refused at the hooks directory already.
   auto init = inside("mkdir -p sub/.git && $P mkdir sub/.git/hooks");
@@ -120,6 +224,21 @@ TEST_F(WriteBrokerTest, AGitDirectoryMadeDuringTheRunIsProtectedByName) {
     auto ok = inside(std::string("mkdir -p sub/.git/objects && $P create sub/.git/") + entry);
     EXPECT_EQ(ok.exitCode, 0) << entry << ": " << ok.out << ok.err;
   }
+}
+
+// git keeps a linked worktree's submodules in .git/worktrees/<wt>/modules/:
+// their config and hooks are protected by name there as in .git/modules.
+TEST_F(WriteBrokerTest, ALinkedWorktreesSubmodulesAreProtectedByName) {
+  const std::string sub = ".git/worktrees/wt/modules/lib/sub";
+  for (const char* entry : {"config", "hooks", "info", "commondir", "config.worktree"}) {
+    auto r = inside("mkdir -p " + sub + "/objects && $P create " + sub + "/HEAD.new && $P create " + sub + "/" + entry);
+    EXPECT_TRUE(refused(r, "EACCES")) << entry << ": " << r.out << r.err;
+    EXPECT_FALSE(exists(ws + "/" + sub + "/" + entry)) << entry;
+    EXPECT_TRUE(exists(ws + "/" + sub + "/HEAD.new")) << "the allowed create before the attack ran";
+    ::unlink((ws + "/" + sub + "/HEAD.new").c_str());
+  }
+  auto ok = inside("$P create " + sub + "/HEAD && $P create " + sub + "/objects/ab");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
 }
 
 TEST_F(WriteBrokerTest, EveryWayGitIsRedirectedToAnotherGitDirectoryIsRefused) {
@@ -482,6 +601,37 @@ TEST_F(WriteBrokerTest, ADeviceNodeInATreeOpensForNoOne) {
   EXPECT_EQ(denials[0]["resolvedPath"], ws + "/null");
 }
 
+// A FIFO (or socket, or device node) at a name in a tree is what the host's
+// next tool opens there: a FIFO at .git/index hangs every `git status`. Only
+// files, directories and symlinks are made; the private /tmp keeps FIFOs.
+TEST_F(WriteBrokerTest, NoSpecialFileIsMadeInATreeWhileOneInThePrivateTmpIs) {
+  const std::string audit = root_ + "/audit.jsonl";
+  struct Case {
+    const char* attack;
+    const char* error;
+  };
+  const Case cases[] = {{"$P mkfifo .git/index", "EPERM"},
+                        {"$P mkfifo sub/fifo", "EPERM"},
+                        {"$P mknod-socket sub/sock", "EPERM"},
+                        {"$P mkfifo /tmp/f && $P rename /tmp/f sub/moved", "EXDEV"}};
+  for (const auto& c : cases) {
+    auto r = inside(std::string("mkdir -p sub && $P write sub/neighbour && ") + c.attack, {"--audit", audit});
+    EXPECT_TRUE(refused(r, c.error)) << c.attack << ": " << r.out << r.err;
+    EXPECT_EQ(slurp(ws + "/sub/neighbour"), "probe\n") << "the allowed write before the attack ran";
+  }
+  for (const char* name : {"/.git/index", "/sub/fifo", "/sub/sock", "/sub/moved"})
+    EXPECT_FALSE(exists(ws + name)) << name;
+  auto denials = auditEvents(audit, "denial");
+  ASSERT_EQ(denials.size(), 3u) << nlohmann::json(denials).dump();
+  EXPECT_EQ(denials[0]["rule"], "special file in a writable tree");
+  EXPECT_EQ(denials[0]["resolvedPath"], ws + "/.git/index");
+  EXPECT_EQ(denials[2]["resolvedPath"], ws + "/sub/sock");
+  // The neighbours: a file at the same name, a FIFO in the private /tmp.
+  auto ok = inside("$P create .git/index && $P mkfifo /tmp/fifo");
+  EXPECT_EQ(ok.exitCode, 0) << ok.out << ok.err;
+  EXPECT_EQ(slurp(ws + "/.git/index"), "probe\n");
+}
+
 TEST_F(WriteBrokerTest, NothingIsPlacedOnTheHost) {
   auto listing = [](const std::string& dir) {
     std::set<std::string> names;
@@ -513,6 +663,7 @@ TEST_F(WriteBrokerTest, EveryWriteShapedCallBehavesAsItDoesNatively) {
       {"fchmod-on-a-directory-descriptor", "rc=-1 errno=EROFS d:dir0755"},
       {"futimens-on-a-read-only-descriptor", "rc=-1 errno=EROFS"},
       {"fsetxattr-on-a-read-only-descriptor", "rc=-1 errno=EROFS"},
+      {"mkfifo", "rc=-1 errno=EPERM"},  // no special file in a writable tree
   };
   std::istringstream a(nat.out), b(in.out);
   std::string lineA, lineB;

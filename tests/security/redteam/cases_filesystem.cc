@@ -193,6 +193,27 @@ Verdict hardlinkProtected(const Context& c) {
   return refused(rc, {EXDEV, EROFS, EPERM, EACCES}, "link(ws/protected/keep, ws/alias)");
 }
 
+// A FIFO where a host tool reads a file: the user's next `git status` opens
+// .git/index and blocks for good (an editor, a search, an indexer the same
+// at any name). Sockets and device nodes likewise.
+Verdict fifoAtGitIndex(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/.git/objects/ab", "ok") && ::mkfifo("/tmp/fifo", 0644) == 0,
+                         "write ws/.git/objects/ab and make a FIFO in the private /tmp"))
+    return *n;
+  Verdict v = refused(::mkfifo((c.ws + "/.git/index").c_str(), 0644), {EPERM, EACCES}, "mkfifo ws/.git/index");
+  if (v.result != Verdict::kHeld) return v;
+  return refused(::mknod((c.ws + "/README.sock").c_str(), S_IFSOCK | 0644, 0), {EPERM, EACCES},
+                 "mknod(S_IFSOCK) ws/README.sock");
+}
+
+std::string fifoAtGitIndexHost(HostContext& h) {
+  for (const char* name : {"/.git/index", "/README.sock"}) {
+    struct stat st {};
+    if (::lstat((h.ws + name).c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return std::string("ws") + name + " is a special file";
+  }
+  return "";
+}
+
 // --- protected names ---
 
 Verdict existingBashrc(const Context& c) {
@@ -241,10 +262,83 @@ Verdict newNameCreated(const Context& c, const std::string& dir, const std::stri
 }
 
 Verdict newBashrc(const Context& c) { return newNameCreated(c, "sub", ".bashrc"); }
+// Other tools' startup code and program-naming configs in a project directory.
+Verdict toolStartupFiles(const Context& c) {
+  for (const char* name : {".tmux.conf", ".gdbinit", ".Rprofile", ".sqliterc"}) {
+    Verdict v = newNameCreated(c, "proj", name);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  return newNameCreated(c, "crate/.cargo", "config.toml");
+}
 Verdict newGitHook(const Context& c) { return newNameCreated(c, "sub/.git/hooks", "pre-commit"); }
 Verdict newVscodeTasks(const Context& c) { return newNameCreated(c, ".vscode", "tasks.json"); }
 Verdict newClaudeSettings(const Context& c) { return newNameCreated(c, ".claude", "settings.json"); }
 Verdict gitCommondir(const Context& c) { return newNameCreated(c, ".git", "commondir"); }
+
+// The program's own magic links spell a protected name without naming it:
+// /proc/self/root/<ws>/.bashrc, /proc/<pid>/cwd/.git/config, a symlink made
+// to /proc/self/cwd. Each must be the broker's refusal (EACCES), not an
+// accident of the read-only view; the same spellings of an ordinary name write.
+Verdict magicLinkSpellings(const Context& c) {
+  const std::string pid = std::to_string(::getpid());
+  if (::symlink("/proc/self/cwd", (c.ws + "/to-cwd").c_str()) != 0) return unproven("symlink(): " + errnoName(errno));
+  for (const std::string& base : {"/proc/self/root" + c.ws, "/proc/" + pid + "/cwd", "/proc/" + pid + "/task/" + pid + "/root" + c.ws,
+                                  c.ws + "/to-cwd"}) {
+    if (auto n = neighbour(writeFile(base + "/ok.txt", "ok"), "write " + base + "/ok.txt")) return *n;
+    for (const char* name : {"/.bashrc", "/.git/config", "/.envrc"}) {
+      Verdict v = refused(writeFile(base + name, "evil\n") ? 0 : -1, {EACCES}, "write " + base + name);
+      if (v.result != Verdict::kHeld) return v;
+    }
+  }
+  return held("/proc/self/root, /proc/<pid>/cwd, /proc/<pid>/task/<tid>/root and a symlink to /proc/self/cwd: EACCES");
+}
+
+// A case-insensitive directory (casefold ext4 or tmpfs, vfat, exFAT, an SMB
+// share) takes .BASHRC for .bashrc and .GIT/hooks for .git/hooks: every such
+// spelling must be refused on any filesystem, the workspace's included.
+Verdict caseSpellings(const Context& c) {
+  if (auto n = neighbour(writeFile(c.ws + "/notes.md", "ok") && ::mkdir((c.ws + "/.Git").c_str(), 0755) == 0,
+                         "write ws/notes.md and make ws/.Git"))
+    return *n;
+  for (const char* name : {"/.BASHRC", "/.bashrc.", "/.Git/HOOKS", "/.git/Config", "/.VSCode", "/PROTECTED",
+                           "/.ba\u017fhrc"}) {
+    Verdict v = refused(::mkdir((c.ws + name).c_str(), 0755), {EACCES}, std::string("mkdir ws") + name);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  return held(".BASHRC, .bashrc., .Git/HOOKS, .git/Config, .VSCode, PROTECTED (denyWrite), .ba\u017fhrc: EACCES");
+}
+
+// Every place git reads config or hooks from, in repositories nested in the
+// workspace: a vendored repository's .git, a submodule's git directory and
+// its linked worktrees, a linked worktree's own submodules (git keeps them in
+// .git/worktrees/<wt>/modules/<sub>, outside .git/modules).
+Verdict nestedRepositories(const Context& c) {
+  const std::string wt = c.ws + "/.git/worktrees/wt";
+  bool made = true;
+  for (const std::string& d : {c.ws + "/vendor", c.ws + "/vendor/x", c.ws + "/vendor/x/.git", c.ws + "/.git/modules",
+                               c.ws + "/.git/modules/a", c.ws + "/.git/modules/a/worktrees",
+                               c.ws + "/.git/modules/a/worktrees/w", c.ws + "/.git/worktrees", wt, wt + "/modules",
+                               wt + "/modules/sub", wt + "/modules/sub/objects", wt + "/modules/sub/refs"})
+    made = made && ::mkdir(d.c_str(), 0755) == 0;
+  if (auto n = neighbour(made && writeFile(c.ws + "/vendor/x/.git/HEAD", "ref: refs/heads/main\n") &&
+                             writeFile(wt + "/gitdir", c.ws + "/wt/.git\n"),
+                         "make the nested git directories, a HEAD and a worktree's gitdir"))
+    return *n;
+  for (const std::string& path : {c.ws + "/vendor/x/.git/config", c.ws + "/.git/modules/a/config",
+                                  c.ws + "/.git/modules/a/worktrees/w/commondir", wt + "/config.worktree",
+                                  wt + "/commondir", c.ws + "/vendor/x/.git/hooks", wt + "/modules/sub/config"}) {
+    Verdict v = refused(writeFile(path, "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES}, "write " + path);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  // The worktree's submodule, made a git directory first (HEAD beside objects and refs is git's own).
+  if (auto n = neighbour(writeFile(wt + "/modules/sub/HEAD", "ref: refs/heads/main\n"), "write the submodule's HEAD"))
+    return *n;
+  for (const std::string& path : {wt + "/modules/sub/config", wt + "/modules/sub/info"}) {
+    Verdict v = refused(writeFile(path, "[core]\n\tfsmonitor = /workspace/evil.sh\n") ? 0 : -1, {EACCES}, "write " + path);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  return refused(::mkdir((wt + "/modules/sub/hooks").c_str(), 0755), {EACCES}, "mkdir .git/worktrees/wt/modules/sub/hooks");
+}
 
 // A git directory under another name, made so that the broker's look at its
 // contents might miss it: git asks only that objects can be searched (a
@@ -330,16 +424,26 @@ const bool registered = registerCases({
     {"writes-persistence", "deny-write-inside", "write a denyWrite tree inside the workspace", "denyWrite semantics", denyWriteInside},
     {"writes-persistence", "setuid-plant", "leave a setuid file for the host to run", "set-id planting", setuidPlant, "chmod", {}, {},
      nullptr, setuidHostCheck},
+    {"writes-persistence", "fifo-at-git-index", "a FIFO at .git/index to hang the host's next git status",
+     "denial of service of the user's tools", fifoAtGitIndex, {}, {}, {}, nullptr, fifoAtGitIndexHost},
     {"writes-persistence", "hardlink-protected", "a second name for a write-denied file", "hard-link bypass of read-only binds", hardlinkProtected},
     {"protected-names", "existing-bashrc", "write or replace an existing .bashrc in the workspace", "agent config and shell rc writes", existingBashrc},
     {"protected-names", "existing-git-hook", "write an existing or a new git hook", "git hooks as code execution", existingGitHook},
     {"protected-names", "git-config-hookspath", "point core.hooksPath elsewhere in .git/config", "git config redirection", gitConfigHooksPath},
     {"protected-names", "rename-hooks-away", "rename .git/hooks away to replace it", "rename-and-replace of a read-only tree", renameGitAway},
     {"protected-names", "new-bashrc", "create a .bashrc that did not exist at start", "issue 10", newBashrc},
+    {"protected-names", "tool-startup-files", "create .cargo/config.toml, .tmux.conf, .gdbinit, .Rprofile, .sqliterc",
+     "code-running configs of other tools", toolStartupFiles},
     {"protected-names", "new-git-hook", "git init a sub-repository and write its hook", "issue 10", newGitHook},
     {"protected-names", "new-vscode-tasks", "create .vscode/tasks.json", "CVE-2026-25725 class", newVscodeTasks},
     {"protected-names", "new-claude-settings", "create .claude/settings.json", "CVE-2026-25725 class", newClaudeSettings},
     {"protected-names", "git-commondir", "create .git/commondir to redirect git", "issue 10", gitCommondir},
+    {"protected-names", "magic-link-spellings", "a protected name through /proc/self/root, /proc/<pid>/cwd, a symlink to them",
+     "magic links of /proc (runc CVE-2019-5736 family)", magicLinkSpellings},
+    {"protected-names", "case-spellings", "another case (or a folding) of a protected name: .BASHRC, .Git/HOOKS",
+     "case-insensitive filesystems (casefold ext4, vfat, exFAT, SMB)", caseSpellings},
+    {"protected-names", "nested-repositories", "config and hooks of nested repositories, submodules and worktrees",
+     "git's repository discovery (gitrepository-layout)", nestedRepositories},
     {"protected-names", "bare-repo-symlinked-objects", "a git directory whose objects is a symlink, then its config",
      "git's is_git_directory() takes any searchable objects", bareRepoSymlinkedObjects},
     {"protected-names", "symlinked-claude-dir", "a symlink .claude -> a directory holding settings.json",

@@ -163,6 +163,35 @@ Verdict openat2Setuid(const Context& c) {
                  "openat2(O_CREAT, 04755)");
 }
 
+// The sandbox's /dev/null and /dev/tty are the host's device nodes, bound
+// in: as root (uid 0 without capabilities) the program tries to change the
+// host's inodes -- a world-writable /dev/null made 0600 breaks every tool of
+// the host's; a chown of the tty hands the terminal over.
+Verdict hostDeviceInodes(const Context&) {
+  int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (auto n = neighbour(fd >= 0 && ::write(fd, "x", 1) == 1, "write to /dev/null")) return *n;
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/tty"}) {
+    Verdict v = refused(::chmod(dev, 0600), {EROFS, EPERM, EACCES}, std::string("chmod ") + dev);
+    if (v.result != Verdict::kHeld) return v;
+    v = refused(::chown(dev, 12345, 12345), {EROFS, EPERM, EACCES}, std::string("chown ") + dev);
+    if (v.result != Verdict::kHeld) return v;
+    v = refused(::utimensat(AT_FDCWD, dev, nullptr, 0), {EROFS, EPERM, EACCES}, std::string("utimensat ") + dev);
+    if (v.result != Verdict::kHeld) return v;
+  }
+  Verdict v = refused(::fchmod(fd, 0600), {EROFS, EPERM, EACCES}, "fchmod of an open /dev/null");
+  ::close(fd);
+  return v;
+}
+
+std::string hostDeviceInodesHost(HostContext&) {
+  for (const char* dev : {"/dev/null", "/dev/zero"}) {
+    struct stat st {};
+    if (::stat(dev, &st) != 0 || (st.st_mode & 07777) != 0666 || st.st_uid != 0)
+      return std::string("the host's ") + dev + " changed";
+  }
+  return "";
+}
+
 const bool registered = registerCases({
     {"kernel-surface", "bpf-prog-load", "load a socket-filter eBPF program", "eBPF verifier bugs (CVE-2021-3490, CVE-2023-2163)", bpfProgLoad, "bpf"},
     {"kernel-surface", "perf-event-open", "open a perf event on itself", "perf_event bugs (CVE-2023-6931)", perfEventOpen, "perf_event_open"},
@@ -183,6 +212,8 @@ const bool registered = registerCases({
     {"kernel-surface", "sysrq-trigger", "write /proc/sysrq-trigger", "host-wide sysrq", sysrqTrigger},
     {"kernel-surface", "sysfs-write", "write a /sys knob", "sysfs writes", sysfsWrite},
     {"kernel-surface", "device-nodes", "find or make raw device nodes", "device access", devNodes},
+    {"kernel-surface", "host-device-inodes", "chmod, chown, utimensat of the host's /dev/null, /dev/zero, /dev/tty",
+     "bind-mounted device nodes (container /dev hardening)", hostDeviceInodes, {}, {}, {}, nullptr, hostDeviceInodesHost},
     {"seccomp-bypasses", "int80-i386", "an i386 syscall through int 0x80", "x86 compat-ABI filter bypasses", int80},
     {"seccomp-bypasses", "x32-abi", "an x32 syscall (bit 30 set)", "x32 filter bypasses", x32Getpid},
     {"seccomp-bypasses", "high-bits-argument", "AF_PACKET with bits above 32 set", "64-bit argument comparisons", highBitsSocket, "socket"},

@@ -371,6 +371,35 @@ TEST_F(CoverageTest, AWritablePathTheHostMountsReadOnlyIsNamed) {
       << texts(c.degraded);
 }
 
+// vfat, NTFS and SMB give each entry a second name (8.3: BASHRC~1 opens
+// .bashrc): a brokered tree there cannot hold its protected names by name.
+TEST_F(CoverageTest, ABrokeredTreeOnAFilesystemWithShortNamesIsRefusedNamingTheMount) {
+  const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}, {"denyWrite", nlohmann::json::array()}}}});
+  SandboxPlan plan = planSandbox(r, std::nullopt);
+  ASSERT_TRUE(plan.uncovered.empty()) << texts(plan.uncovered);
+  EXPECT_TRUE(plan.mounts.aliasingHost.empty()) << "this test's own directory is on vfat, NTFS or SMB";
+  plan.mounts.aliasingHost.push_back({ws_ + "/usb", "vfat"});  // what readHostMounts() records for one beneath the tree
+  auto c = check(r, plan);
+  EXPECT_TRUE(names(c.uncovered, "filesystem.allowWrite \"" + ws_ + "\"")) << texts(c.uncovered);
+  EXPECT_NE(texts(c.uncovered).find("as vfat, whose entries also answer to a short name"), std::string::npos)
+      << texts(c.uncovered);
+  // The mount table's side: the mount holding a tree and those beneath it, of those types only.
+  auto entry = [](std::string point, std::string type) {
+    platform::MountEntry m;
+    m.mountPoint = std::move(point);
+    m.fsType = std::move(type);
+    return m;
+  };
+  const std::vector<platform::MountEntry> table = {entry("/", "ext4"), entry("/srv", "cifs"), entry("/srv/w/usb", "vfat"),
+                                                   entry("/mnt", "vfat"), entry("/home", "ext4")};
+  auto found = platform::aliasingMounts({"/srv/w", "/home/u/w"}, table);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].path, "/srv");
+  EXPECT_EQ(found[0].fsType, "cifs");
+  EXPECT_EQ(found[1].path, "/srv/w/usb");
+  EXPECT_TRUE(platform::aliasingMounts({"/home/u/w"}, table).empty());
+}
+
 TEST_F(CoverageTest, LandlockGrantsExactlyTheSandboxsOwnWritablePathsAndNoBrokeredTree) {
   const DerivedRules r = rules({{"filesystem", {{"allowWrite", {ws_}}}}});
   SandboxPlan plan = planSandbox(r, std::nullopt);

@@ -62,6 +62,9 @@ INSTANTIATE_TEST_SUITE_P(
         // linked worktrees
         Case{"/w/.git/worktrees/wt1/commondir", false, ".git/worktrees/*/commondir"},
         Case{"/w/.git/worktrees/wt1/HEAD", false, nullptr},
+        Case{"/w/.git/worktrees/wt1/modules/sub/config", false, ".git/worktrees/*/modules/**/config"},
+        Case{"/w/.git/worktrees/wt1/modules/a/b/hooks/pre-commit", false, ".git/worktrees/*/modules/**/hooks"},
+        Case{"/w/.git/worktrees/wt1/modules/sub/objects/ab", false, nullptr},
         // a .git that is not a directory redirects git; a .git directory does not
         Case{"/w/sub/.git", false, ".git (not a directory)"}, Case{"/w/sub/.git", true, nullptr},
         Case{"/w/.gitmodules", false, ".gitmodules"},
@@ -73,7 +76,19 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"/w/.claude/settings.json", false, ".claude/settings.json"},
         Case{"/w/.claude/commands/x.md", false, ".claude/commands"}, Case{"/w/.claude/notes.md", false, nullptr},
         Case{"/w/.mcp.json", false, ".mcp.json"}, Case{"/w/.husky/pre-commit", false, ".husky"},
-        Case{"/w/.pre-commit-config.yaml", false, ".pre-commit-config.yaml"}));
+        Case{"/w/.pre-commit-config.yaml", false, ".pre-commit-config.yaml"},
+        // every spelling a case-insensitive directory takes for the name (name_fold.h), on any filesystem
+        Case{"/w/.BashRC", false, ".bashrc"}, Case{"/w/.GIT/hooks/pre-commit", false, ".git/hooks"},
+        Case{"/w/.git/HOOKS", true, ".git/hooks"}, Case{"/w/.VSCode/tasks.json", false, ".vscode"},
+        Case{"/w/.ba\u017fhrc", false, ".bashrc"}, Case{"/w/.bashrc.", false, ".bashrc"},
+        Case{"/w/\u200b.envrc", false, ".envrc"}, Case{"/w/sub/.Git", false, ".git (not a directory)"},
+        Case{"/w/.GIT/Modules/x/CONFIG", false, ".git/modules/**/config"},
+        Case{"/w/.Claude/Settings.JSON", false, ".claude/settings.json"}, Case{"/w/.BashRC.bak", false, nullptr},
+        // programs and code other tools run from the directory
+        Case{"/w/crate/.cargo/config.toml", false, ".cargo/config.toml"}, Case{"/w/.cargo/registry", true, nullptr},
+        Case{"/w/.tmux.conf", false, ".tmux.conf"}, Case{"/w/.gdbinit", false, ".gdbinit"},
+        Case{"/w/.rprofile", false, ".Rprofile"}, Case{"/w/.mvn/extensions.xml", false, ".mvn"},
+        Case{"/w/.ipython/profile_default/startup/a.py", false, ".ipython"}));
 
 struct ContextCase {
   const char* path;
@@ -98,7 +113,8 @@ INSTANTIATE_TEST_SUITE_P(Table, ProtectedContextTest,
                                            ContextCase{"/w/.git/objects", false}, ContextCase{"/w/.git/refs", false},
                                            ContextCase{"/w/.claude", true}, ContextCase{"/w/.config", true},
                                            ContextCase{"/w/src", false}, ContextCase{"/w/.vscode", false},
-                                           ContextCase{"/w", false}));
+                                           ContextCase{"/w", false}, ContextCase{"/w/.GIT", true},
+                                           ContextCase{"/w/.Git/MODULES/a", true}));
 
 TEST(ProtectedNameTableTest, EveryEntryHasAReasonAndAPatternOfItsOwn) {
   std::set<std::string> seen;

@@ -66,6 +66,39 @@ TEST_F(WriteDecisionTest, ACreateInATreeIsPerformedAndOneOutsideIsTheKernels) {
   EXPECT_EQ(create("/tmp/scratch").action, Action::kNotBrokered);  // the private /tmp
 }
 
+// A case-insensitive directory takes `LOCKED` for `locked` and `SECRET` for
+// `secret`: the policy's paths hold in every spelling of their names, as the
+// protected names do (a superset on a case-sensitive one).
+TEST_F(WriteDecisionTest, ThePolicysPathsHoldInEverySpellingACaseInsensitiveDirectoryTakes) {
+  expectRefused(create(ws + "/box/LOCKED/x"), EACCES, "filesystem.denyWrite");
+  expectRefused(decide({{Effect::kModify, ws + "/.ENV", ObjectKind::kOther}}), EACCES, "filesystem.denyWrite");
+  expectRefused(decide({{Effect::kModify, ws + "/.env.", ObjectKind::kOther}}), EACCES, "filesystem.denyWrite");
+  // A write-open of a read-denied file would hand the child a descriptor to read.
+  expectRefused(decide({{Effect::kModify, ws + "/SECRET/key", ObjectKind::kOther}}), EROFS, "filesystem.denyRead");
+  expectRefused(rename(ws + "/Deep", ws + "/moved", ObjectKind::kDirectory), EACCES, "filesystem.denyRead");
+  expectRefused(decide({{Effect::kModify, ws + "/x/.BASHRC", ObjectKind::kOther}}), EACCES, ".bashrc");
+  // A GIT directory's CONFIG, in a directory git takes for one by its contents.
+  const std::string bare = ws + "/Repo.git";
+  expectRefused(rules_->decide({{Effect::kModify, bare + "/CONFIG", ObjectKind::kOther}}, std::nullopt,
+                               {{bare, GitDirContents{.head = true, .objects = true, .refs = true}}}),
+                EACCES, "HEAD + objects + refs");
+  EXPECT_EQ(create(ws + "/box/Lockedness").action, Action::kPerform);
+  EXPECT_EQ(create(ws + "/Secretary/notes").action, Action::kPerform);
+}
+
+// Only files, directories and symlinks arrive at a name in a tree: a FIFO at
+// .git/index (or anywhere a host tool opens) would hang it.
+TEST_F(WriteDecisionTest, ASpecialFileNeverArrivesAtANameInATreeWhileAFileDoes) {
+  for (const char* name : {"/.git/index", "/fifo", "/deep/er/socket"}) {
+    expectRefused(create(ws + name, ObjectKind::kSpecial), EPERM, "special file");
+    expectRefused(rename(ws + "/made", ws + name, ObjectKind::kSpecial), EPERM, "special file");
+    EXPECT_EQ(create(ws + name, ObjectKind::kOther).action, Action::kPerform) << name;
+  }
+  // One that is there (the host made it) may go.
+  EXPECT_EQ(decide({{Effect::kRemove, ws + "/fifo", ObjectKind::kSpecial}}).action, Action::kPerform);
+  EXPECT_EQ(create("/tmp/fifo", ObjectKind::kSpecial).action, Action::kNotBrokered);  // the private /tmp
+}
+
 TEST_F(WriteDecisionTest, ProtectedNamesAreRefusedAtAnyDepthBesideTheirNeighbours) {
   expectRefused(create(ws + "/.bashrc"), EACCES, ".bashrc");
   expectRefused(create(ws + "/a/b/.vscode", ObjectKind::kDirectory), EACCES, ".vscode");
