@@ -88,6 +88,17 @@ struct ChildPlan {
 #endif
 };
 
+// Calls f(fd) for each of the child's own descriptors: the plan's pipes and
+// sockets, its cgroup files and the brokered trees' (until the mounts are
+// built). Async-signal-safe.
+template <typename F>
+void forEachOwnFd(const ChildPlan& plan, F&& f) noexcept {
+  for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0], plan.cgroupTasks[1],
+                 plan.cgroupTasks[2]})
+    f(fd);
+  for (int fd : plan.treeFds) f(fd);
+}
+
 #if defined(STOCKADE_SANITIZER_REPORTS)
 // Sanitizer builds only: where the program's stderr waits during the setup
 // (CLOEXEC), made its fd 2 just before execve() (execveProgram()); -1 when
@@ -99,11 +110,9 @@ int gParkedStderr = -1;
 // unless one of the child's own descriptors is fd 2. Async-signal-safe.
 void parkProgramStderr(const ChildPlan& plan) noexcept {
   if (plan.sanitizerReportFd < 0) return;
-  for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0], plan.cgroupTasks[1],
-                 plan.cgroupTasks[2]})
-    if (fd == STDERR_FILENO) return;
-  for (int fd : plan.treeFds)
-    if (fd == STDERR_FILENO) return;
+  bool ownIsStderr = false;
+  forEachOwnFd(plan, [&](int fd) { ownIsStderr = ownIsStderr || fd == STDERR_FILENO; });
+  if (ownIsStderr) return;
   const int parked = sys::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
   if (parked < 0) return;
   if (sys::dup2(plan.sanitizerReportFd, STDERR_FILENO) < 0) {
@@ -287,20 +296,20 @@ bool closeAllBut(const ChildPlan& plan, ChildError& error) noexcept {
   constexpr std::size_t kMaxKeep = 64;
   int keep[kMaxKeep];
   std::size_t count = 0;
-  for (int fd : {plan.errorFd, plan.statusFd, plan.channelFd, plan.commandFd, plan.cgroupTasks[0],
-                 plan.cgroupTasks[1], plan.cgroupTasks[2]})
-    keep[count++] = fd;
+  bool tooMany = false;
+  auto add = [&](int fd) {
+    if (count == kMaxKeep) tooMany = true;
+    else keep[count++] = fd;
+  };
+  forEachOwnFd(plan, add);
 #if defined(STOCKADE_SANITIZER_REPORTS)
-  keep[count++] = plan.sanitizerReportFd;
-  keep[count++] = gParkedStderr;
+  add(plan.sanitizerReportFd);
+  add(gParkedStderr);
 #endif
-  for (int fd : plan.treeFds) {
-    if (count == kMaxKeep) {
-      errno = EMFILE;
-      error.add("keeping more than ").number(kMaxKeep).add(" descriptors for the mounts");
-      return error.fail(SetupStep::kCloseFds);
-    }
-    keep[count++] = fd;
+  if (tooMany) {
+    errno = EMFILE;
+    error.add("keeping more than ").number(kMaxKeep).add(" descriptors for the mounts");
+    return error.fail(SetupStep::kCloseFds);
   }
   for (std::size_t i = 1; i < count; ++i)  // insertion sort: a handful of entries
     for (std::size_t j = i; j > 0 && keep[j - 1] > keep[j]; --j) std::swap(keep[j - 1], keep[j]);
