@@ -126,6 +126,11 @@ class Deriver {
     return out;
   }
 
+  // An entry as the policy wrote it, and its real path when that differs.
+  static std::string asWrittenAndReal(const std::string& written, const std::string& real) {
+    return written == real ? policy::quote(real) : policy::quote(written) + " (" + policy::quote(real) + ")";
+  }
+
   // A writable tree inside a read-denied one (and not carved back out) would
   // be masked with it: the rules would claim writable what the child cannot
   // even see. Refused, naming both.
@@ -141,7 +146,7 @@ class Deriver {
       if (!deny) continue;
       const std::string* allow = deepest(b_.fs.allowRead, real[i]);
       if (allow && allow->size() > deny->size()) continue;
-      std::string named = written[i] == real[i] ? policy::quote(real[i]) : policy::quote(written[i]) + " (" + policy::quote(real[i]) + ")";
+      const std::string named = asWrittenAndReal(written[i], real[i]);
       fail({"filesystem.allowWrite", i},
            named + " lies inside the read-denied " + policy::quote(*deny) +
                " (filesystem.denyRead): a child cannot write what it cannot see. Add it to filesystem.allowRead "
@@ -159,8 +164,7 @@ class Deriver {
   void refuseDeadWrites(const std::vector<std::string>& written, const std::vector<std::string>& real) {
     const policy::ProtectedNameMatcher names(b_.fs.protectedNames);
     for (std::size_t i = 0; i < real.size(); ++i) {
-      const std::string named =
-          written[i] == real[i] ? policy::quote(real[i]) : policy::quote(written[i]) + " (" + policy::quote(real[i]) + ")";
+      const std::string named = asWrittenAndReal(written[i], real[i]);
       std::string why;
       for (const auto& d : b_.fs.denyWrite)
         if (why.empty() && policy::isWithin(real[i], d)) {
