@@ -278,16 +278,19 @@ struct IoLife {
   bool open = true;
 };
 
-// The signal stays its connection's: a waker never holds it, so its timer
-// is never destroyed on the waker's thread. (ASan saw a waker's thread drop
-// the last reference at daemon shutdown and destroy the timer after the
-// io_context's timer service.)
+// A waker holds nothing of the io_context's: not the signal (its timer) and
+// not its strand executor, whose last copy destroyed on the waker's thread
+// after the io_context touched the freed strand service (ASan, at daemon
+// shutdown, twice: first through the timer, then through the executor). It
+// takes the signal only under the lock, while the io_context still takes
+// work, and lets go of it there.
 Waker makeWaker(const std::shared_ptr<WakeSignal>& signal, std::shared_ptr<IoLife> life) {
   std::weak_ptr<WakeSignal> weak = signal;
-  return [weak, life = std::move(life), ex = signal->timer.get_executor()] {
+  return [weak, life = std::move(life)] {
     std::lock_guard lock(life->mu);
-    if (life->open)
-      asio::post(ex, [weak] {
+    if (!life->open) return;
+    if (auto held = weak.lock())
+      asio::post(held->timer.get_executor(), [weak] {
         if (auto s = weak.lock()) s->fire();
       });
   };
