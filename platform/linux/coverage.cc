@@ -160,6 +160,10 @@ class Checker {
         } else if (ownTree(v) && !within(*allow, ownRoot(v))) {
           // A tree above the sandbox's own /proc, /dev or /tmp (allowWrite
           // "/"): those stay the sandbox's, as for reads.
+        } else if (p == *allow && std::binary_search(mounts.missingWritable.begin(), mounts.missingWritable.end(), p)) {
+          uncovered(entry("filesystem.allowWrite", *allow),
+                    "does not exist on the host, and no writable tree holds it: the child could not create it (its "
+                    "parent is read-only in the sandbox). Create it before the run, or allow a directory that holds it");
         } else if (v.source != Source::kHost || !v.brokered) {
           uncovered(entry("filesystem.allowWrite", *allow),
                     (p == *allow ? std::string("the host's object is not bound writable")

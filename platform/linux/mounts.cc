@@ -522,10 +522,21 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
       case Kind::kPrivateTmp:
       case Kind::kProc:
       case Kind::kDev: take = true; break;
-      case Kind::kBrokered:
+      case Kind::kBrokered: {
         take = rules.writable(path) && !(v.source == Source::kHost && v.brokered) &&
                (v.source == Source::kHost || v.source == Source::kEmpty || v.source == Source::kPrivateTmp);
+        // A writable tree the host does not have yet has nothing to bind, and
+        // no other writable tree holds it (it would not be taken): the child
+        // could not make it either. Recorded for the coverage check, which
+        // refuses the spawn; the view keeps what holds it.
+        struct stat st;
+        if (take && std::binary_search(fs.allowWrite.begin(), fs.allowWrite.end(), path) &&
+            ::lstat(path.c_str(), &st) != 0) {
+          plan.missingWritable.push_back(path);
+          take = false;
+        }
         break;
+      }
       case Kind::kReadOnly: {
         if (v.brokered) {
           // The broker refuses writes here by path, whether or not the path

@@ -147,6 +147,36 @@ TEST_F(RunCliTest, AWritableTreeInsideADenyWriteTreeIsRefusedByCheckAndRun) {
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/top"));
 }
 
+// A writable tree the host does not have, outside every other writable
+// tree: nothing can be bound there and its parent is read-only to the child,
+// so the rules would claim writable what the child cannot create. The spawn
+// is refused naming the entry (exit 125, the program never runs); the
+// neighbours: the same entry once it exists, and a missing one inside the
+// workspace (the broker decides its mkdir), both run and write.
+TEST_F(RunCliTest, AMissingWritableTreeNoWritableTreeHoldsRefusesTheSpawnNamingIt) {
+  const std::string ws = dir_ + "/ws", outside = dir_ + "/ro/new";
+  std::filesystem::create_directories(ws);
+  std::filesystem::create_directories(dir_ + "/ro");
+  const std::string policy = dir_ + "/p.json";
+  std::ofstream(policy) << R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[".",")" << outside
+                        << R"(","later/made"],"denyWrite":[]}})";
+  auto refused = runProcess(run({"--policy", policy, "--cwd", ws, "--", "/bin/sh", "-c", "echo ran; mkdir " + outside}));
+  EXPECT_EQ(refused.exitCode, 125) << refused.err;
+  EXPECT_EQ(refused.out, "") << "the program ran";
+  EXPECT_NE(refused.err.find("filesystem.allowWrite \"" + outside + "\": does not exist on the host, and no writable "
+                             "tree holds it"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(outside));
+  std::filesystem::create_directories(outside);
+  auto ran = runProcess(run({"--policy", policy, "--cwd", ws, "--", "/bin/sh", "-c",
+                             "echo x > " + outside + "/f && mkdir -p later/made && echo y > later/made/g && echo ran"}));
+  EXPECT_EQ(ran.exitCode, 0) << ran.err;
+  EXPECT_EQ(ran.out, "ran\n") << ran.err;
+  EXPECT_TRUE(std::filesystem::exists(outside + "/f"));
+  EXPECT_TRUE(std::filesystem::exists(ws + "/later/made/g"));
+}
+
 TEST_F(RunCliTest, ATimeoutKillsTheWholeSandboxAndExits124) {
   // A background grandchild would keep a pipe open if it survived: the run
   // returning at all shows the whole process tree died.

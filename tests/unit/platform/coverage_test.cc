@@ -215,6 +215,14 @@ INSTANTIATE_TEST_SUITE_P(
              Source::kHost, true},
         Case{"AllowWriteInsideAReadDenyCarvedBack", {"/"}, {"/usr", "WS"}, {"WS/sub"}, {}, false, Outcome::kCovered, "",
              "WS/sub", Source::kHost, true},
+        // A writable tree the host does not have: held by another writable
+        // tree (the broker decides its mkdir), or nothing could make it.
+        Case{"AllowWriteAMissingTreeNothingHolds", {}, {}, {"WS", "HOME/missing"}, {}, false, Outcome::kRefused,
+             "filesystem.allowWrite \"HOME/missing\"", "", Source::kHost, false},
+        Case{"AllowWriteAMissingTreeInsideAWritableOne", {}, {}, {"WS", "WS/new/deeper"}, {}, false, Outcome::kCovered,
+             "", "WS/new/deeper/f", Source::kHost, true},
+        Case{"AllowWriteAMissingTreeUnderThePrivateTmp", {}, {}, {"WS", "PRIVTMP/missing"}, {}, false,
+             Outcome::kCovered, "", "PRIVTMP/missing/f", Source::kPrivateTmp, true},
         // As denyWrite.
         Case{"DenyWriteAFileInTheWorkspace", {}, {}, {"WS"}, {"WS/secret"}, false, Outcome::kCovered, "", "WS/secret",
              Source::kHost, false},
