@@ -131,7 +131,10 @@ WriteRules::WriteRules(const DerivedRules& rules, std::vector<std::string> trees
       readOnlyInView_(keyed(rules.filesystem().denyRead)),
       denyWrite_(keyed(rules.filesystem().denyWrite)),
       mandatoryDenyWrite_(keyed(rules.filesystem().mandatoryDenyWrite)),
-      names_(rules.filesystem().protectedNames) {}
+      names_(rules.filesystem().protectedNames) {
+  for (const auto* list : {&rules.filesystem().allowWrite, &rules.filesystem().defaultWrite})
+    writable_.insert(writable_.end(), list->begin(), list->end());
+}
 
 std::vector<WriteRules::RulePath> WriteRules::keyed(const std::vector<std::string>& paths) {
   std::vector<RulePath> out;
@@ -198,6 +201,20 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
                   "a FIFO, socket or device node in a writable tree hangs or is opened by the host's next tool there "
                   "(a FIFO at .git/index stops git status)",
                   e.path);
+  // Outside every write entry: in a tree that holds one the host does not
+  // have yet. A directory on the way to one may be made (mkdir -p); nothing
+  // else there is the child's to change -- read-only, as it was before.
+  if (tree && !containing(writable_, e.path)) {
+    const bool onTheWay = e.effect == Effect::kCreate && e.kind == ObjectKind::kDirectory &&
+                          std::any_of(writable_.begin(), writable_.end(), [&](const std::string& w) {
+                            return w.size() > e.path.size() && isWithin(w, e.path);
+                          });
+    if (!onTheWay)
+      return refuse(EROFS, "filesystem.allowWrite",
+                    "no writable tree holds it (the brokered " + quote(trees_[*tree]) +
+                        " only holds a writable tree the host did not have yet)",
+                    e.path);
+  }
   return std::nullopt;
 }
 

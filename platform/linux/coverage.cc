@@ -160,10 +160,11 @@ class Checker {
         } else if (ownTree(v) && !within(*allow, ownRoot(v))) {
           // A tree above the sandbox's own /proc, /dev or /tmp (allowWrite
           // "/"): those stay the sandbox's, as for reads.
-        } else if (p == *allow && std::binary_search(mounts.missingWritable.begin(), mounts.missingWritable.end(), p)) {
+        } else if (p == *allow && std::find(mounts.missingWritable.begin(), mounts.missingWritable.end(), p) !=
+                                      mounts.missingWritable.end()) {
           uncovered(entry("filesystem.allowWrite", *allow),
-                    "does not exist on the host, and no writable tree holds it: the child could not create it (its "
-                    "parent is read-only in the sandbox). Create it before the run, or allow a directory that holds it");
+                    "does not exist on the host, and no directory the sandbox shows of the host's holds it: the child "
+                    "could not create it (" + shown(mounts, v) + "). Create it before the run");
         } else if (v.source != Source::kHost || !v.brokered) {
           uncovered(entry("filesystem.allowWrite", *allow),
                     (p == *allow ? std::string("the host's object is not bound writable")
@@ -179,16 +180,17 @@ class Checker {
         const std::string* d = isMandatory ? mandatory : denied;
         const std::string e = d ? entry(isMandatory ? "filesystem.mandatoryDenyWrite" : "filesystem.denyWrite", *d)
                                 : entry("filesystem", p);
-        if (!allow && !own) {
-          uncovered(entry("filesystem", p), "writable in the sandbox though no write rule allows it (" +
-                                                shown(mounts, v) + ")");
-        } else if (v.brokered && !v.writable) {
-          // Read-only to the child; the broker's decision must refuse it.
-          // (Without a broker nothing writes there at all.)
+        if (v.brokered && !v.writable) {
+          // Read-only to the child; the broker's decision must refuse it --
+          // also where no write rule reaches (a tree brokered to hold one the
+          // host does not have yet). (Without a broker nothing writes there.)
           if (const auto verdict = brokerVerdict(p); verdict && verdict->action == policy::WriteVerdict::Action::kPerform)
             uncovered(e, (d && p == *d ? std::string("the write broker would perform writes to it")
                                        : "the write broker would perform writes to " + policy::quote(p)) +
                              " (" + shown(mounts, v) + ")");
+        } else if (!allow && !own) {
+          uncovered(entry("filesystem", p), "writable in the sandbox though no write rule allows it (" +
+                                                shown(mounts, v) + ")");
         } else if (!d) {
           // Write-denied only by being read-denied (the read check above
           // names it) or by a protected name (protectedNames()).

@@ -468,14 +468,38 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
   struct Candidate {
     Kind kind;
     std::string_view path;
+    // kBrokered: the nearest directory the host has of a missing allowWrite
+    // tree (`entry`), which it holds.
+    bool holder = false;
+    std::string_view entry = {};
   };
   std::vector<Candidate> candidates = {{Kind::kProc, "/proc"}, {Kind::kDev, "/dev"}};
   const bool hostTmp = hostWritable("/tmp");
   if (!hostTmp) candidates.push_back({Kind::kPrivateTmp, "/tmp"});
+  // An allowWrite tree the host does not have yet has nothing to bind: its
+  // nearest directory the host has is brokered instead, where the broker
+  // lets the child make the directories on the way to it and nothing else
+  // (write_decision.h), so that it is writable once the child makes it.
+  std::vector<std::string> holders;
+  holders.reserve(fs.allowWrite.size());  // (the candidates view these strings)
   for (const auto* list : {&fs.allowWrite, &fs.defaultWrite})
-    for (const auto& p : *list)
-      if (p != "/" && !beneath(p, "/dev") && !beneath(p, "/proc") && (p != "/tmp" || hostTmp))
-        candidates.push_back({Kind::kBrokered, p});
+    for (const auto& p : *list) {
+      if (p == "/" || beneath(p, "/dev") || beneath(p, "/proc") || (p == "/tmp" && !hostTmp)) continue;
+      struct stat st;
+      if (list == &fs.allowWrite && ::lstat(p.c_str(), &st) != 0) {
+        std::string up = p;
+        while (up != "/" && !(::stat(up.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+          up = up.substr(0, std::max<std::size_t>(1, up.rfind('/')));
+        if (up == "/" || beneath(up, "/dev") || beneath(up, "/proc")) {
+          plan.missingWritable.push_back(p);  // none to broker: the coverage check names it
+          continue;
+        }
+        holders.push_back(std::move(up));
+        candidates.push_back({Kind::kBrokered, holders.back(), true, p});
+        continue;
+      }
+      candidates.push_back({Kind::kBrokered, p});
+    }
   // The fresh /proc: kernel-wide knobs read-only, as bubblewrap and Docker do.
   // The child may be the host's uid 0, and Landlock (when the kernel has it)
   // must not be the only thing between it and kernel.core_pattern.
@@ -522,21 +546,14 @@ MountPlan planMounts(const DerivedRules& rules, const WorkspaceMount& workspace)
       case Kind::kPrivateTmp:
       case Kind::kProc:
       case Kind::kDev: take = true; break;
-      case Kind::kBrokered: {
-        take = rules.writable(path) && !(v.source == Source::kHost && v.brokered) &&
-               (v.source == Source::kHost || v.source == Source::kEmpty || v.source == Source::kPrivateTmp);
-        // A writable tree the host does not have yet has nothing to bind, and
-        // no other writable tree holds it (it would not be taken): the child
-        // could not make it either. Recorded for the coverage check, which
-        // refuses the spawn; the view keeps what holds it.
-        struct stat st;
-        if (take && std::binary_search(fs.allowWrite.begin(), fs.allowWrite.end(), path) &&
-            ::lstat(path.c_str(), &st) != 0) {
-          plan.missingWritable.push_back(path);
-          take = false;
-        }
+      case Kind::kBrokered:
+        // A holder shows no more than the view shows there already: the
+        // host's own directory, not a masked or private one.
+        take = c.holder ? v.source == Source::kHost && !v.brokered
+                        : rules.writable(path) && !(v.source == Source::kHost && v.brokered) &&
+                              (v.source == Source::kHost || v.source == Source::kEmpty || v.source == Source::kPrivateTmp);
+        if (c.holder && !take && !(v.source == Source::kHost && v.brokered)) plan.missingWritable.emplace_back(c.entry);
         break;
-      }
       case Kind::kReadOnly: {
         if (v.brokered) {
           // The broker refuses writes here by path, whether or not the path

@@ -134,8 +134,9 @@ struct MountPlan {
   // writes by name, so another name reaches the same file.
   std::vector<std::string> writeDenied;
   std::vector<std::string> linkedDenyWrite;
-  // allowWrite trees the host does not have, that no other writable tree
-  // holds: nothing is bound there (the coverage check refuses them).
+  // allowWrite trees the host does not have, that no brokered tree holds (a
+  // writable one, or the nearest directory the host has, brokered for it):
+  // nothing is bound there, and the coverage check refuses them.
   std::vector<std::string> missingWritable;
   // Where the host mounts a brokered tree read-only, so that the broker's
   // writes still give EROFS: a brokered tree's (or the brokered root's) path

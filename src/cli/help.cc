@@ -107,8 +107,11 @@ problem of a file is reported, each naming its JSON path, the value and the
 fix).)";
 
 constexpr std::string_view kCheckDetails = R"(Parses FILE and derives its rules against the live file system (relative
-paths against --cwd, "~" against $HOME), as stockade run would: a file that
-passes check does not fail at run because of what it says. Exit 0 valid, 2
+paths against --cwd, "~" against $HOME), as stockade run would, and checks
+that the sandbox this machine would build enforces every rule (a writable tree
+the host does not have and no writable tree holds, a mask that would hide the
+default write paths, ...): a file that passes check does not fail at run
+because of what it says. Exit 0 valid, 2
 invalid, with every problem on standard error (or under "problems" with
 --json). Sandbox-runtime settings keys that do not apply to stockade are named
 in one warning.)";

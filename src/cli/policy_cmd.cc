@@ -3,7 +3,10 @@
 // With --json every outcome, errors included, is one JSON object on stdout.
 #include <nlohmann/json.hpp>
 
+#include "platform/linux/namespaces.h"
+#include "platform/linux/sandbox_plan.h"
 #include "src/audit/event.h"
+#include "src/child_env.h"
 #include "src/cli/args.h"
 #include "src/cli/commands.h"
 #include "src/cli/help.h"
@@ -100,6 +103,9 @@ class PolicyCommand {
   int check(const std::string& path, const DeriveContext& ctx) {
     SandboxPolicy policy = load(path);
     DerivedRules derived = rules(path, policy, ctx);
+    DeriveContext asRun = ctx;
+    asRun.tmpdir = "/tmp";  // run's: the sandbox's private TMPDIR is writable
+    refuseUncovered(path, rules(path, policy, asRun));
     if (json_) {
       printOut(json{{"file", path}, {"valid", true}, {"problems", json::array()}, {"notes", audit::policyNotes(policy)},
                     {"fingerprint", derived.fingerprint()}}
@@ -109,6 +115,29 @@ class PolicyCommand {
       printOut(path + ": valid\n");
     }
     return kExitOk;
+  }
+
+  // The rules `run` would refuse here: the enforcement plan on this machine
+  // (this kernel, these mounts, what the host has) must cover every entry,
+  // as the coverage check before each spawn requires. Each gap names the
+  // field and value ("filesystem.allowWrite \"/srv/out\": ...").
+  // (Inside a sandbox, where run refuses to nest, the rules alone are checked.)
+  static void refuseUncovered(const std::string& path, const DerivedRules& derived) {
+    if (platform::insideStockadeSandbox()) return;
+    std::optional<std::uint16_t> proxyPort;
+    if (!derived.network().allowedDomains.empty()) proxyPort = kSandboxProxyPort;
+    const platform::SandboxPlan plan = platform::planSandbox(derived, proxyPort);
+    PolicyError error;
+    for (const auto& gap : plan.uncovered) {
+      const std::size_t space = gap.entry.find(' ');
+      PolicyError one{gap.entry.substr(0, space),
+                      (space == std::string::npos ? "" : gap.entry.substr(space + 1) + ": ") + gap.reason +
+                          " (stockade run refuses this policy on this machine)",
+                      {}};
+      if (error.path.empty() && error.message.empty()) error = std::move(one);
+      else error.more.push_back(std::move(one));
+    }
+    if (!plan.uncovered.empty()) throw Failure{path, std::move(error)};
   }
 
   int deriveCommand(const std::string& path, const DeriveContext& ctx) {

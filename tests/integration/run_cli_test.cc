@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -147,34 +148,52 @@ TEST_F(RunCliTest, AWritableTreeInsideADenyWriteTreeIsRefusedByCheckAndRun) {
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/top"));
 }
 
-// A writable tree the host does not have, outside every other writable
-// tree: nothing can be bound there and its parent is read-only to the child,
-// so the rules would claim writable what the child cannot create. The spawn
-// is refused naming the entry (exit 125, the program never runs); the
-// neighbours: the same entry once it exists, and a missing one inside the
-// workspace (the broker decides its mkdir), both run and write.
-TEST_F(RunCliTest, AMissingWritableTreeNoWritableTreeHoldsRefusesTheSpawnNamingIt) {
-  const std::string ws = dir_ + "/ws", outside = dir_ + "/ro/new";
+// A writable tree the host does not have yet, outside every other writable
+// tree: nothing to bind, so its nearest directory the host has is brokered
+// for it, and the child can make it (mkdir -p) and write in it -- but
+// nothing else there: a file or another directory beside it, a symlink or a
+// rename on the way fail as before (EROFS), and the host keeps only what the
+// child made on the way. With no such directory the sandbox shows (the
+// path's first component missing from "/"), the spawn is refused naming the
+// entry (exit 125, the program never runs), and `policy check` says so too.
+TEST_F(RunCliTest, AMissingWritableTreeIsMadeByTheChildAndNothingBesideIt) {
+  const std::string ws = dir_ + "/ws", ro = dir_ + "/ro", entry = dir_ + "/ro/a/b";
   std::filesystem::create_directories(ws);
-  std::filesystem::create_directories(dir_ + "/ro");
+  std::filesystem::create_directories(ro);
   const std::string policy = dir_ + "/p.json";
-  std::ofstream(policy) << R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[".",")" << outside
-                        << R"(","later/made"],"denyWrite":[]}})";
-  auto refused = runProcess(run({"--policy", policy, "--cwd", ws, "--", "/bin/sh", "-c", "echo ran; mkdir " + outside}));
+  std::ofstream(policy) << R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[".",")" << entry
+                        << R"("],"denyWrite":[]}})";
+  auto checked = runProcess({stockadeBinary(), "policy", "check", "--cwd", ws, policy});
+  EXPECT_EQ(checked.exitCode, 0) << checked.out << checked.err;
+  auto r = runProcess(run({"--policy", policy, "--cwd", ws, "--", "/bin/sh", "-c",
+                           "touch " + ro + "/a 2>/dev/null && echo file-on-the-way; "
+                           "mkdir -p " + entry + "/deeper && echo x > " + entry + "/deeper/f && echo made; "
+                           "touch " + ro + "/beside 2>/dev/null && echo beside; "
+                           "mkdir " + ro + "/a/other 2>/dev/null && echo other-dir; "
+                           "ln -s / " + ro + "/a/link 2>/dev/null && echo link; "
+                           "mv " + ro + "/a " + ro + "/moved 2>/dev/null && echo moved; "
+                           "touch " + ro + "/errno 2>&1 | grep -q 'Read-only file system' && echo erofs"}));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "made\nerofs\n") << r.err;
+  EXPECT_TRUE(std::filesystem::exists(entry + "/deeper/f"));
+  std::vector<std::string> onHost;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(ro)) onHost.push_back(e.path().string());
+  std::sort(onHost.begin(), onHost.end());
+  EXPECT_EQ(onHost, (std::vector<std::string>{ro + "/a", entry, entry + "/deeper", entry + "/deeper/f"}));
+
+  const std::string nowhere = "/stockade-missing-" + std::to_string(::getpid()) + "/x";
+  std::ofstream(policy) << R"({"filesystem":{"denyRead":[],"allowRead":[],"allowWrite":[".",")" << nowhere
+                        << R"("],"denyWrite":[]}})";
+  auto refused = runProcess(run({"--policy", policy, "--cwd", ws, "--", "/bin/sh", "-c", "echo ran"}));
   EXPECT_EQ(refused.exitCode, 125) << refused.err;
   EXPECT_EQ(refused.out, "") << "the program ran";
-  EXPECT_NE(refused.err.find("filesystem.allowWrite \"" + outside + "\": does not exist on the host, and no writable "
-                             "tree holds it"),
+  const std::string said = "filesystem.allowWrite \"" + nowhere + "\": does not exist on the host";
+  EXPECT_NE(refused.err.find(said), std::string::npos) << refused.err;
+  auto invalid = runProcess({stockadeBinary(), "policy", "check", "--cwd", ws, policy});
+  EXPECT_EQ(invalid.exitCode, 2) << invalid.out << invalid.err;
+  EXPECT_NE(invalid.err.find("filesystem.allowWrite: \"" + nowhere + "\": does not exist on the host"),
             std::string::npos)
-      << refused.err;
-  EXPECT_FALSE(std::filesystem::exists(outside));
-  std::filesystem::create_directories(outside);
-  auto ran = runProcess(run({"--policy", policy, "--cwd", ws, "--", "/bin/sh", "-c",
-                             "echo x > " + outside + "/f && mkdir -p later/made && echo y > later/made/g && echo ran"}));
-  EXPECT_EQ(ran.exitCode, 0) << ran.err;
-  EXPECT_EQ(ran.out, "ran\n") << ran.err;
-  EXPECT_TRUE(std::filesystem::exists(outside + "/f"));
-  EXPECT_TRUE(std::filesystem::exists(ws + "/later/made/g"));
+      << invalid.err;
 }
 
 TEST_F(RunCliTest, ATimeoutKillsTheWholeSandboxAndExits124) {

@@ -216,9 +216,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"AllowWriteInsideAReadDenyCarvedBack", {"/"}, {"/usr", "WS"}, {"WS/sub"}, {}, false, Outcome::kCovered, "",
              "WS/sub", Source::kHost, true},
         // A writable tree the host does not have: held by another writable
-        // tree (the broker decides its mkdir), or nothing could make it.
-        Case{"AllowWriteAMissingTreeNothingHolds", {}, {}, {"WS", "HOME/missing"}, {}, false, Outcome::kRefused,
-             "filesystem.allowWrite \"HOME/missing\"", "", Source::kHost, false},
+        // tree, or by the nearest directory the host has, brokered for it
+        // (the broker decides each mkdir on the way); with none the sandbox
+        // shows of the host's, nothing could make it.
+        Case{"AllowWriteAMissingTreeIsHeldByTheNearestHostDirectory", {}, {}, {"WS", "HOME/missing/deeper"}, {}, false,
+             Outcome::kCovered, "", "HOME/missing/deeper/f", Source::kHost, true},
+        Case{"AllowWriteAMissingTreesHolderStaysReadOnlyBesideIt", {}, {}, {"WS", "HOME/missing/deeper"}, {}, false,
+             Outcome::kCovered, "", "HOME/notes", Source::kHost, false},
+        Case{"AllowWriteAMissingTreeNothingHolds", {}, {}, {"WS", "/stockade-coverage-missing/x"}, {}, false,
+             Outcome::kRefused, "filesystem.allowWrite \"/stockade-coverage-missing/x\"", "", Source::kHost, false},
+        Case{"AllowWriteAMissingTreeInAMaskIsNotHeld", {"HOME"}, {"HOME/missing"}, {"WS", "HOME/missing/x"}, {}, false,
+             Outcome::kRefused, "filesystem.allowWrite \"HOME/missing/x\"", "", Source::kEmpty, false},
         Case{"AllowWriteAMissingTreeInsideAWritableOne", {}, {}, {"WS", "WS/new/deeper"}, {}, false, Outcome::kCovered,
              "", "WS/new/deeper/f", Source::kHost, true},
         Case{"AllowWriteAMissingTreeUnderThePrivateTmp", {}, {}, {"WS", "PRIVTMP/missing"}, {}, false,

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <tuple>
 
 #include "tests/support/temp_dir.h"
 
@@ -306,6 +307,40 @@ TEST_F(WriteDecisionTest, ADirectoryAboveAReadMaskStaysWhereItIs) {
   EXPECT_EQ(rename(ws + "/deep/a", ws + "/deep/b", ObjectKind::kOther).action, Action::kPerform);
   EXPECT_EQ(rename(ws + "/deep/d", ws + "/deep/e", ObjectKind::kDirectory).action, Action::kPerform);
   EXPECT_EQ(rename(ws + "/shallow", ws + "/shallow2", ObjectKind::kDirectory).action, Action::kPerform);
+}
+
+// A tree brokered only to hold an allowWrite tree the host does not have
+// yet (its nearest directory the host has, mounts.h): the directories on the
+// way may be made, the tree itself and everything beneath it is the child's;
+// nothing else there -- a file on the way, another directory, a symlink, a
+// rename or removal of what is on the way -- which stays read-only (EROFS).
+TEST_F(WriteDecisionTest, ATreeThatHoldsAMissingWritableTreeLetsOnlyTheWayToItBeMade) {
+  const std::string holder = t_.dir("holder");
+  auto derived = derive(SandboxPolicy::fromJson(R"({"filesystem":{"allowWrite": ["../holder/a/b/c"],
+      "denyWrite": [], "denyRead": [], "allowRead": []}})"),
+                        DeriveContext{.home = t_ / "home", .cwd = ws, .tmpdir = std::nullopt});
+  ASSERT_TRUE(std::holds_alternative<DerivedRules>(derived)) << std::get<PolicyError>(derived).text();
+  const WriteRules held(std::get<DerivedRules>(derived), {holder}, {});
+  auto verdict = [&](Effect e, const std::string& rel, ObjectKind k) {
+    return held.decide({{e, holder + "/" + rel, k}});
+  };
+  for (const char* way : {"a", "a/b"}) EXPECT_EQ(verdict(Effect::kCreate, way, ObjectKind::kDirectory).action, Action::kPerform) << way;
+  EXPECT_EQ(verdict(Effect::kCreate, "a/b/c", ObjectKind::kDirectory).action, Action::kPerform);
+  EXPECT_EQ(verdict(Effect::kCreate, "a/b/c/file", ObjectKind::kOther).action, Action::kPerform);
+  EXPECT_EQ(verdict(Effect::kModify, "a/b/c/d/file", ObjectKind::kOther).action, Action::kPerform);
+  for (auto [effect, rel, kind] : {std::tuple{Effect::kCreate, "a", ObjectKind::kOther},
+                                    std::tuple{Effect::kCreate, "a/b", ObjectKind::kSymlink},
+                                    std::tuple{Effect::kCreate, "other", ObjectKind::kDirectory},
+                                    std::tuple{Effect::kCreate, "a/other", ObjectKind::kDirectory},
+                                    std::tuple{Effect::kCreate, "a/b/c2", ObjectKind::kDirectory},
+                                    std::tuple{Effect::kModify, "existing", ObjectKind::kOther},
+                                    std::tuple{Effect::kRemove, "a/b", ObjectKind::kDirectory},
+                                    std::tuple{Effect::kMoveOut, "a", ObjectKind::kDirectory}})
+    expectRefused(verdict(effect, rel, kind), EROFS, "filesystem.allowWrite");
+  // Moving the writable tree's way away (or moving one in onto it) is refused too.
+  expectRefused(held.decide({{Effect::kMoveOut, holder + "/a/b/c", ObjectKind::kDirectory},
+                             {Effect::kMoveIn, holder + "/a/x", ObjectKind::kDirectory}}),
+                EROFS, "filesystem.allowWrite");
 }
 
 TEST_F(WriteDecisionTest, SetIdModeBitsAreRefused) {
