@@ -384,6 +384,22 @@ std::vector<Case> cases() {
          std::string r = rc(::mkdir("l", 0755));
          return r + " " + what("nowhere");
        }},
+      // A name made or removed is never followed, a trailing slash or not:
+      // the symlink itself is there (EEXIST), and its target is left alone.
+      {"mkdir-dangling-symlink-trailing-slash", [] {
+         ::symlink("nowhere", "l");
+         std::string r = rc(::mkdir("l/", 0755));
+         return r + " " + what("nowhere");
+       }},
+      {"mkdir-existing-file-trailing-slash", [] {
+         put("f", "x");
+         return rc(::mkdir("f/", 0755));
+       }},
+      {"link-onto-a-symlink-trailing-slash", [] {
+         put("f", "x");
+         ::symlink("f", "l");
+         return rc(::link("f", "l/"));
+       }},
       {"mkdir-missing-parent", [] { return rc(::mkdir("no/d", 0755)); }},
       {"mkdir-trailing-slash", [] { std::string r = rc(::mkdir("d/", 0700));
          return r + " " + what("d"); }},
@@ -432,6 +448,18 @@ std::vector<Case> cases() {
          put("f", "x");
          std::string r = rc(::unlink("f/"));
          return r + " " + what("f");
+       }},
+      {"unlink-a-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::unlink("l/"));
+         return r + " " + what("d") + " " + what("l");
+       }},
+      {"rmdir-a-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::rmdir("l/"));
+         return r + " " + what("d") + " " + what("l");
        }},
       {"unlink-a-symlink", [] {
          put("f", "x");
@@ -529,6 +557,35 @@ std::vector<Case> cases() {
          std::string r = rc(::rename("a/", "b"));
          return r + " " + what("a");
        }},
+      {"rename-a-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::rename("l/", "m"));
+         return r + " " + what("d") + " " + what("l") + " " + what("m");
+       }},
+      {"rename-a-file-onto-a-symlink-to-a-dir-trailing-slash", [] {
+         put("a", "x");
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::rename("a", "l/"));
+         return r + " " + what("a") + " " + what("d") + " " + what("l");
+       }},
+      {"rename-exchange-with-a-symlink-to-a-dir-trailing-slash", [] {
+         put("a", "x");
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::syscall(SYS_renameat2, AT_FDCWD, "a", AT_FDCWD, "l/", RENAME_EXCHANGE));
+         return r + " " + what("a") + " " + what("d") + " " + what("l");
+       }},
+      {"rename-dot-beside-a-name", [] {
+         ::mkdir("d", 0755);
+         std::string r = rc(::rename("d/.", "e"));
+         return r + " " + rc(::rename("d", "d/..")) + " " + what("d") + " " + what("e");
+       }},
+      {"rename-empty-name", [] {
+         put("a", "x");
+         return rc(::rename("", "b")) + " " + rc(::rename("a", "")) + " " + what("a");
+       }},
       // --- link ---------------------------------------------------------------
       {"link", [] {
          put("a", "x");
@@ -539,6 +596,17 @@ std::vector<Case> cases() {
          put("a", "x");
          put("b", "y");
          return rc(::link("a", "b"));
+       }},
+      {"link-dot-dot", [] {
+         ::mkdir("d", 0755);
+         return rc(::link("d/..", "e"));
+       }},
+      {"linkat-empty-name-without-at-empty-path", [] {
+         put("f", "x");
+         int fd = ::open("f", O_RDONLY | O_CLOEXEC);
+         std::string r = rc(::linkat(fd, "", AT_FDCWD, "g", 0));
+         ::close(fd);
+         return r + " " + what("g");
        }},
       {"link-a-directory", [] {
          ::mkdir("d", 0755);

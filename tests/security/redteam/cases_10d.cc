@@ -76,11 +76,45 @@ std::string directoryStartupFilesHost(HostContext& h) {
   return found.empty() ? std::string() : "left in ws/proj: " + found;
 }
 
+// A symlink named with a trailing slash, "l/", as the name a call removes or
+// moves: the kernel acts on the symlink itself (ENOTDIR: it is no
+// directory), never on the directory it points to. The broker once followed
+// it, so rmdir("l/") removed ws/keep -- an rm or mv of a link the program
+// planted destroying or moving the host's directory behind it.
+Verdict trailingSlashSymlink(const Context& c) {
+  const std::string keep = c.ws + "/keep", link = c.ws + "/to-keep";
+  if (::mkdir(keep.c_str(), 0755) != 0 && errno != EEXIST) return unproven("mkdir ws/keep: " + errnoName(errno));
+  if (::symlink("keep", link.c_str()) != 0) return unproven("symlink ws/to-keep: " + errnoName(errno));
+  if (auto n = neighbour(::rename(link.c_str(), (link + "2").c_str()) == 0 && ::rename((link + "2").c_str(), link.c_str()) == 0,
+                         "rename the symlink ws/to-keep and back"))
+    return *n;
+  Verdict v = refused(::rmdir((link + "/").c_str()), {ENOTDIR}, "rmdir ws/to-keep/");
+  if (v.result != Verdict::kHeld) return v;
+  v = refused(::rename((link + "/").c_str(), (c.ws + "/moved").c_str()), {ENOTDIR}, "rename ws/to-keep/ ws/moved");
+  if (v.result != Verdict::kHeld) return v;
+  if (::symlink("made-through", (c.ws + "/dangling").c_str()) != 0)
+    return unproven("symlink ws/dangling: " + errnoName(errno));
+  v = refused(::mkdir((c.ws + "/dangling/").c_str(), 0755), {EEXIST}, "mkdir ws/dangling/ (a dangling symlink)");
+  if (v.result != Verdict::kHeld) return v;
+  return held("rmdir and rename of ws/to-keep/ refused (ENOTDIR), mkdir of ws/dangling/ EEXIST; ws/keep untouched");
+}
+
+std::string trailingSlashSymlinkHost(HostContext& h) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(h.ws + "/keep", ec)) return "ws/keep is gone";
+  if (std::filesystem::exists(h.ws + "/moved", ec)) return "ws/keep was moved to ws/moved";
+  if (std::filesystem::exists(h.ws + "/made-through", ec)) return "mkdir through ws/dangling/ made ws/made-through";
+  return {};
+}
+
 const bool registered = registerCases({
     {"protected-names", "directory-startup-files",
      "create .pdbrc, .tool-versions, rust-toolchain.toml, .direnvrc, .vim/, .emacs.d/, .gnupg/ and more",
      "tools that run config found in the directory they start in", directoryStartupFiles, {}, {}, {}, nullptr,
      directoryStartupFilesHost},
+    {"writes-persistence", "trailing-slash-symlink", "rmdir, rename and mkdir of a symlink spelt l/ reach its target",
+     "path resolution of the last component (path_resolution(7))", trailingSlashSymlink, {}, {}, {}, nullptr,
+     trailingSlashSymlinkHost},
 });
 
 }  // namespace
