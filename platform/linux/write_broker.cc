@@ -213,10 +213,10 @@ struct Name {
   // O_TMPFILE); for calls that make or remove names it is the kernel's error.
   bool dotIsObject = false;
   // The call makes or removes this name (mkdir, mknod, symlink, link's new
-  // name, unlink, rmdir, rename): its last component is never followed, a
-  // trailing slash or not -- the kernel acts on (or refuses) the symlink
-  // itself, as it looks the name up in its parent without following it.
-  // Every other call looks the object up, and a trailing slash follows it.
+  // name, unlink, rmdir, rename; an O_CREAT open): a trailing slash does not
+  // follow a symlink at its last component -- the kernel acts on (or
+  // refuses) the symlink itself. Every other call looks the object up, and a
+  // trailing slash follows it.
   bool entry = false;
 };
 
@@ -420,7 +420,7 @@ class BrokeredCallHandler {
   Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
   // openat2()'s resolve restrictions: the walk to the parent done as the
   // child asked (from its dirfd, with its flags), then placed as usual.
-  Resolution resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const;
+  Resolution resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal, int depth = 0) const;
   Answer openHow();
   Answer mknod(bool directory);
   Answer symlink();
@@ -962,7 +962,8 @@ WriteBroker::Answer BrokeredCallHandler::run() {
   return error(EPERM);
 }
 
-Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const {
+Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal,
+                                                  int depth) const {
   if (!b_.root_) return errorOf(EPERM);
   if (!name.path || name.path->empty()) return notBrokered();
   const std::string& given = *name.path;
@@ -991,16 +992,33 @@ Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_
   const std::string parent = cut == std::string::npos ? "." : cut == 0 ? "/" : path.substr(0, cut);
   if (last == "." || last == "..") return notBrokered();
   UniqueFd dir(openat2Confined(start.get(), parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, walk));
-  if (!dir) return errorOf(errno);  // the walk as the child asked it: its answer
+  // The walk as the child asked it: its answer -- except where the child's
+  // own magic links are on the way (the broker's walk of /proc/self finds no
+  // process: ENOENT, or ELOOP where it refuses them): the kernel's (ELOOP
+  // under RESOLVE_NO_MAGICLINKS), in the child's read-only view.
+  if (!dir) return errno == ENOENT || errno == ELOOP ? notBrokered() : errorOf(errno);
   auto real = nameOf(dir.get());
   if (!real) return notBrokered();
   // The last component: a symlink there is refused with RESOLVE_NO_SYMLINKS
   // (O_NOFOLLOW's ELOOP); followed, confined to the dirfd, it is the kernel's.
-  // A trailing slash follows it as well, as it does for every open.
-  followFinal = (followFinal || trailingSlash) && !(resolveFlags & RESOLVE_NO_SYMLINKS);
+  // A trailing slash follows it as well, as it does for every open but one
+  // that creates (Name::entry: EISDIR, the symlink not followed).
+  followFinal = (followFinal || (trailingSlash && !name.entry)) && !(resolveFlags & RESOLVE_NO_SYMLINKS);
   Resolution r = place(*real, last, trailingSlash, followFinal && !confined, 0);
-  if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode))
-    return notBrokered();
+  if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode)) {
+    // Followed confined, as the kernel would: its text walked again from the
+    // same start with the same flags (absolute text from the dirfd under
+    // RESOLVE_IN_ROOT, EXDEV under RESOLVE_BENEATH, as is a `..` out).
+    if (depth >= kMaxSymlinks) return errorOf(ELOOP);
+    char text[PATH_MAX];
+    ssize_t n = ::readlinkat(r.place.parent.get(), r.place.name.c_str(), text, sizeof text);
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof text) return notBrokered();
+    Name next = name;
+    next.path = text[0] == '/' ? std::string(text, static_cast<std::size_t>(n))
+                               : parent + "/" + std::string(text, static_cast<std::size_t>(n));
+    if (trailingSlash) *next.path += '/';
+    return resolveRestricted(next, resolveFlags, followFinal, depth + 1);
+  }
   return r;
 }
 
@@ -1019,10 +1037,15 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
   auto name = pathArg(spec_.args.dirfd, spec_.args.path, tmpfile || (!exclusive && !(flags & O_NOFOLLOW)), answer,
                       false, tmpfile);
   if (!name) return answer;
+  // O_CREAT with a trailing slash is EISDIR whatever is there, a symlink
+  // to a directory included: the kernel does not follow it.
+  name->entry = create;
+  if (create && name->path && name->path->ends_with('/')) name->follow = false;
   bool follow = name->follow;
   Resolution r = resolveFlags ? resolveRestricted(*name, resolveFlags, follow) : resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
+  if (create && p.trailingSlash) return error(EISDIR);
   const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile;
   std::vector<WriteEffect> effects;
   std::string operation;
@@ -1035,7 +1058,6 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     setMode = static_cast<std::uint32_t>(mode);
   } else if (!p.exists()) {
     if (!create) return error(ENOENT);
-    if (p.trailingSlash) return cont();  // "f/" names a directory: the kernel's EISDIR
     effects.push_back({Effect::kCreate, p.path, ObjectKind::kOther});
     operation = "create";
     setMode = static_cast<std::uint32_t>(mode);

@@ -400,6 +400,42 @@ std::vector<Case> cases() {
          ::symlink("f", "l");
          return rc(::link("f", "l/"));
        }},
+      {"create-excl-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         return rc(::open("l/", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+       }},
+      {"create-symlink-to-a-file-trailing-slash", [] {
+         put("f", "x");
+         ::symlink("f", "l");
+         return rc(::open("l/", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) + " " + what("f");
+       }},
+      // A dangling symlink followed under RESOLVE_IN_ROOT / RESOLVE_BENEATH:
+      // its target made (from the dirfd), or EXDEV for an absolute one.
+      {"openat2-in-root-through-a-dangling-symlink", [] {
+         ::mkdir("r", 0755);
+         ::symlink("/made", "r/abs");
+         ::symlink("../made-rel", "r/rel");
+         int dir = ::open("r", O_PATH | O_DIRECTORY | O_CLOEXEC);
+         open_how how{};
+         how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+         how.mode = 0600;
+         how.resolve = RESOLVE_IN_ROOT;
+         std::string r = rc(::syscall(SYS_openat2, dir, "abs", &how, sizeof how));
+         r += " " + rc(::syscall(SYS_openat2, dir, "rel", &how, sizeof how));
+         how.resolve = RESOLVE_BENEATH;
+         ::symlink("/made-beneath", "r/abs2");
+         r += " " + rc(::syscall(SYS_openat2, dir, "abs2", &how, sizeof how));
+         ::close(dir);
+         return r + " " + what("r/made") + " " + what("r/made-rel") + " " + what("made-rel");
+       }},
+      {"openat2-no-magiclinks-through-proc-self-cwd", [] {
+         open_how how{};
+         how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+         how.mode = 0600;
+         how.resolve = RESOLVE_NO_MAGICLINKS;
+         return rc(::syscall(SYS_openat2, AT_FDCWD, "/proc/self/cwd/z", &how, sizeof how)) + " " + what("z");
+       }},
       {"mkdir-missing-parent", [] { return rc(::mkdir("no/d", 0755)); }},
       {"mkdir-trailing-slash", [] { std::string r = rc(::mkdir("d/", 0700));
          return r + " " + what("d"); }},
