@@ -168,6 +168,13 @@ constexpr ProtectedNameEntry kTable[] = {
     {".amazonq", false, "Amazon Q starts the MCP servers listed here"},
     {".windsurf", false, "Windsurf runs the workflows and MCP servers listed here"},
     {".aider.conf.yml", false, "aider runs the lint and test commands it names"},
+    {"opencode.json", false, "opencode starts the local MCP servers and loads the plugins it lists"},
+    {"opencode.jsonc", false, "opencode starts the local MCP servers and loads the plugins it lists"},
+    {".opencode", false, "opencode loads the plugins (code) and agents here at every start"},
+    {".roo/mcp.json", false, "Roo Code starts the MCP servers it lists"},
+    {".kiro/settings", false, "mcp.json: Kiro starts the MCP servers it lists"},
+    {".kiro/hooks", false, "Kiro runs these hooks' commands on file events"},
+    {".kiro/agents", false, "Kiro's agents start the MCP servers and run the tools they list"},
 };
 
 bool isWild(std::string_view part) { return part == "*" || part == "**"; }

@@ -36,6 +36,11 @@ constexpr const char* kStartupFiles[] = {
     ".emacs",
     ".emacs.d/init.el",
     ".config/emacs/init.el",
+    "opencode.json",              // coding agents: MCP servers, plugins
+    ".opencode/plugin/evil.ts",
+    ".roo/mcp.json",
+    ".kiro/settings/mcp.json",
+    ".kiro/hooks/on-save.kiro.hook",
 };
 
 Verdict directoryStartupFiles(const Context& c) {
@@ -109,7 +114,7 @@ std::string trailingSlashSymlinkHost(HostContext& h) {
 
 const bool registered = registerCases({
     {"protected-names", "directory-startup-files",
-     "create .pdbrc, .tool-versions, rust-toolchain.toml, .direnvrc, .vim/, .emacs.d/, .gnupg/ and more",
+     "create .pdbrc, .tool-versions, rust-toolchain.toml, .direnvrc, .vim/, .gnupg/, opencode.json, .kiro/hooks and more",
      "tools that run config found in the directory they start in", directoryStartupFiles, {}, {}, {}, nullptr,
      directoryStartupFilesHost},
     {"writes-persistence", "trailing-slash-symlink", "rmdir, rename and mkdir of a symlink spelt l/ reach its target",

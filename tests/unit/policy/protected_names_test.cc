@@ -138,18 +138,21 @@ TEST(ProtectedNameTableTest, TheIssuesGitNamesAreInTheTable) {
 // Startup files of tools that read them from the directory they start in
 // (or from a home that is a writable tree) and run what they say: each is
 // protected at any depth, its look-alike neighbours are not.
-TEST(ProtectedNameTableTest, DirectoryStartupFilesOfDebuggersVersionManagersAndEditorsAreInTheTable) {
+TEST(ProtectedNameTableTest, DirectoryStartupFilesOfDebuggersVersionManagersEditorsAndAgentsAreInTheTable) {
   auto m = tableMatcher();
   for (const char* p : {"/w/p/.pdbrc", "/w/p/.perldb", "/w/p/.ocamlinit", "/w/p/.octaverc", "/w/p/.tool-versions",
                         "/w/p/rust-toolchain.toml", "/w/p/rust-toolchain", "/w/p/mise/config.toml",
                         "/w/p/.mise/config.toml", "/w/p/.direnvrc", "/w/h/.config/direnv/direnvrc",
                         "/w/h/.config/hg/hgrc", "/w/h/.gnupg/gpg-agent.conf", "/w/h/.vim/plugin/x.vim",
                         "/w/h/.config/vim/vimrc", "/w/h/.emacs", "/w/h/.emacs.el", "/w/h/.emacs.d/init.el",
-                        "/w/h/.config/emacs/early-init.el"})
+                        "/w/h/.config/emacs/early-init.el", "/w/p/opencode.json", "/w/p/opencode.jsonc",
+                        "/w/p/.opencode/plugin/x.ts", "/w/p/.roo/mcp.json", "/w/p/.kiro/settings/mcp.json",
+                        "/w/p/.kiro/hooks/x.kiro.hook", "/w/p/.kiro/agents/a.json"})
     EXPECT_NE(m.protecting(p, false), nullptr) << p;
   for (const char* p : {"/w/p/pdbrc", "/w/p/.pdbrc.example", "/w/p/tool-versions", "/w/p/rust-toolchain.md",
                         "/w/p/mise/tasks.toml", "/w/p/.mise/tasks/build", "/w/p/vim/plugin/x.vim",
-                        "/w/p/emacs.d/init.el", "/w/p/.config/other/x", "/w/p/gnupg/x"})
+                        "/w/p/emacs.d/init.el", "/w/p/.config/other/x", "/w/p/gnupg/x",
+                        "/w/p/.roo/rules/x.md", "/w/p/.kiro/specs/feature.md", "/w/p/opencode.md"})
     EXPECT_EQ(m.protecting(p, false), nullptr) << p;
 }
 
