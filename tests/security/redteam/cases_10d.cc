@@ -36,6 +36,9 @@ constexpr const char* kStartupFiles[] = {
     ".emacs",
     ".emacs.d/init.el",
     ".config/emacs/init.el",
+    ".local/bin/git",             // first on PATH (Debian's ~/.profile)
+    ".local/lib/python3.11/site-packages/evil.pth",  // run by every python3
+    ".local/share/nvim/site/plugin/evil.lua",
     "opencode.json",              // coding agents: MCP servers, plugins
     ".opencode/plugin/evil.ts",
     ".roo/mcp.json",

@@ -147,12 +147,16 @@ TEST(ProtectedNameTableTest, DirectoryStartupFilesOfDebuggersVersionManagersEdit
                         "/w/h/.config/vim/vimrc", "/w/h/.emacs", "/w/h/.emacs.el", "/w/h/.emacs.d/init.el",
                         "/w/h/.config/emacs/early-init.el", "/w/p/opencode.json", "/w/p/opencode.jsonc",
                         "/w/p/.opencode/plugin/x.ts", "/w/p/.roo/mcp.json", "/w/p/.kiro/settings/mcp.json",
-                        "/w/p/.kiro/hooks/x.kiro.hook", "/w/p/.kiro/agents/a.json"})
+                        "/w/p/.kiro/hooks/x.kiro.hook", "/w/p/.kiro/agents/a.json", "/w/h/.local/bin/git",
+                        "/w/h/.local/lib/python3.11/site-packages/x.pth",
+                        "/w/h/.local/share/nvim/site/plugin/x.lua"})
     EXPECT_NE(m.protecting(p, false), nullptr) << p;
   for (const char* p : {"/w/p/pdbrc", "/w/p/.pdbrc.example", "/w/p/tool-versions", "/w/p/rust-toolchain.md",
                         "/w/p/mise/tasks.toml", "/w/p/.mise/tasks/build", "/w/p/vim/plugin/x.vim",
                         "/w/p/emacs.d/init.el", "/w/p/.config/other/x", "/w/p/gnupg/x",
-                        "/w/p/.roo/rules/x.md", "/w/p/.kiro/specs/feature.md", "/w/p/opencode.md"})
+                        "/w/p/.roo/rules/x.md", "/w/p/.kiro/specs/feature.md", "/w/p/opencode.md",
+                        "/w/p/.venv/lib/python3.11/site-packages/x.pth", "/w/p/.venv/bin/python",
+                        "/w/h/.local/share/other/x", "/w/h/.local/lib/x"})
     EXPECT_EQ(m.protecting(p, false), nullptr) << p;
 }
 
