@@ -1005,6 +1005,11 @@ Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_
   // that creates (Name::entry: EISDIR, the symlink not followed).
   followFinal = (followFinal || (trailingSlash && !name.entry)) && !(resolveFlags & RESOLVE_NO_SYMLINKS);
   Resolution r = place(*real, last, trailingSlash, followFinal && !confined, 0);
+  // Looked up with a trailing slash, it must be a directory (a symlink there
+  // is followed below, or is O_NOFOLLOW's ELOOP under RESOLVE_NO_SYMLINKS).
+  if (r.found == Found::kPlace && trailingSlash && !name.entry && r.place.exists() &&
+      r.place.kind != ObjectKind::kDirectory && r.place.kind != ObjectKind::kSymlink)
+    return errorOf(ENOTDIR);
   if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode)) {
     // Followed confined, as the kernel would: its text walked again from the
     // same start with the same flags (absolute text from the dirfd under

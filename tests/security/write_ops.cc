@@ -429,6 +429,22 @@ std::vector<Case> cases() {
          ::close(dir);
          return r + " " + what("r/made") + " " + what("r/made-rel") + " " + what("made-rel");
        }},
+      {"openat2-confined-trailing-slash-on-a-file", [] {
+         put("f", "x");
+         ::symlink("f", "l");
+         std::string r;
+         for (std::uint64_t resolve : {RESOLVE_BENEATH, RESOLVE_IN_ROOT, RESOLVE_NO_SYMLINKS}) {
+           for (const char* name : {"f/", "l/"}) {
+             open_how how{};
+             how.flags = O_WRONLY | O_CLOEXEC;
+             how.resolve = resolve;
+             long fd = ::syscall(SYS_openat2, AT_FDCWD, name, &how, sizeof how);
+             r += rc(fd) + " ";
+             if (fd >= 0) ::close(static_cast<int>(fd));
+           }
+         }
+         return r + what("f");
+       }},
       {"openat2-no-magiclinks-through-proc-self-cwd", [] {
          open_how how{};
          how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
