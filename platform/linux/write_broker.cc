@@ -212,6 +212,12 @@ struct Name {
   // A last component "." or ".." names the directory itself (chmod, utimes,
   // O_TMPFILE); for calls that make or remove names it is the kernel's error.
   bool dotIsObject = false;
+  // The call makes or removes this name (mkdir, mknod, symlink, link's new
+  // name, unlink, rmdir, rename; an O_CREAT open): a trailing slash does not
+  // follow a symlink at its last component -- the kernel acts on (or
+  // refuses) the symlink itself. Every other call looks the object up, and a
+  // trailing slash follows it.
+  bool entry = false;
 };
 
 // A magic link of the caller's own, however it is spelt: in the sandbox's
@@ -400,7 +406,10 @@ class BrokeredCallHandler {
     Name name;
     Resolution resolution;
   };
-  std::variant<Named, Answer> placeArg(bool follow, bool emptyIsObject = false, bool dotIsObject = false) const;
+  std::variant<Named, Answer> placeArg(bool follow, bool emptyIsObject = false, bool dotIsObject = false,
+                                       bool entry = false) const;
+  // The name a call makes or removes (Name::entry), placed.
+  std::variant<Named, Answer> entryArg() const { return placeArg(false, false, false, true); }
   // The decision on `effects`: nullopt when the broker performs them;
   // otherwise the answer -- the kernel's (not brokered), or the refusal,
   // audited as `operation` on the names the child gave.
@@ -411,7 +420,7 @@ class BrokeredCallHandler {
   Answer open(std::uint64_t flags, std::uint64_t mode, bool strict, std::uint64_t resolveFlags = 0);
   // openat2()'s resolve restrictions: the walk to the parent done as the
   // child asked (from its dirfd, with its flags), then placed as usual.
-  Resolution resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const;
+  Resolution resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal, int depth = 0) const;
   Answer openHow();
   Answer mknod(bool directory);
   Answer symlink();
@@ -639,7 +648,7 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
       // A symlink outside every tree (in the private /tmp) may lead into
       // one, dangling or not: followed as the call would follow it. (Not in
       // /proc, whose links are magic: the kernel's.)
-      if (!(follow || trailingSlash) || policy::isWithin(*real, "/proc")) return notBrokered();
+      if (!follow || policy::isWithin(*real, "/proc")) return notBrokered();
       if (depth >= kMaxSymlinks) return errorOf(ELOOP);
       char text[PATH_MAX];
       ssize_t n = ::readlinkat(dir.get(), std::string(last).c_str(), text, sizeof text);
@@ -651,7 +660,7 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
     found = std::move(r);
   }
   Place& p = found->place;
-  if (!p.isRoot() && (follow || trailingSlash) && p.exists() && S_ISLNK(p.st.st_mode)) {
+  if (!p.isRoot() && follow && p.exists() && S_ISLNK(p.st.st_mode)) {
     if (depth >= kMaxSymlinks) return errorOf(ELOOP);
     char target[PATH_MAX];
     ssize_t n = ::readlinkat(p.parent.get(), p.name.c_str(), target, sizeof target);
@@ -660,7 +669,9 @@ Resolution BrokeredCallHandler::place(std::string_view parentPath, std::string_v
                       b_.workspace_.sandboxPath(std::string_view(p.path).substr(0, p.path.size() - p.name.size() - 1)),
                       trailingSlash, follow, depth);
   }
-  if (trailingSlash && p.exists() && p.kind != ObjectKind::kDirectory) return errorOf(ENOTDIR);
+  // A looked-up object named with a trailing slash must be a directory;
+  // a name made or removed is the call's to judge (EEXIST, ENOTDIR).
+  if (follow && trailingSlash && p.exists() && p.kind != ObjectKind::kDirectory) return errorOf(ENOTDIR);
   p.trailingSlash = trailingSlash;
   return std::move(*found);
 }
@@ -758,7 +769,7 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
   if (!b_.root_) return errorOf(EPERM);  // not attached: fail closed
   if (!name.path) return resolveObject(name.dirfd);
   const std::string& given = *name.path;
-  if (given.empty()) return notBrokered();  // ENOENT
+  if (given.empty()) return errorOf(ENOENT);  // as the kernel answers "" (a rename's or link's too, not EXDEV)
   std::string abs;
   if (given.front() == '/') {
     abs = given;
@@ -807,7 +818,7 @@ Resolution BrokeredCallHandler::resolve(const Name& name) const {
     at = next + 1;
   }
   if (collapsed.empty()) collapsed = "/";
-  return place(collapsed, last, trailingSlash, name.follow, 0);
+  return place(collapsed, last, trailingSlash, name.follow || (trailingSlash && !name.entry), 0);
 }
 
 policy::GitDirContents BrokeredCallHandler::gitDirContents(const std::string& dir, Places places) const {
@@ -889,10 +900,12 @@ WriteBroker::Answer BrokeredCallHandler::verdictAnswer(const WriteVerdict& v, co
 
 std::variant<BrokeredCallHandler::Named, WriteBroker::Answer> BrokeredCallHandler::placeArg(bool follow,
                                                                                            bool emptyIsObject,
-                                                                                           bool dotIsObject) const {
+                                                                                           bool dotIsObject,
+                                                                                           bool entry) const {
   Answer answer;
   auto name = pathArg(spec_.args.dirfd, spec_.args.path, follow, answer, emptyIsObject, dotIsObject);
   if (!name) return answer;
+  name->entry = entry;
   Resolution r = resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
   return Named{std::move(*name), std::move(r)};
@@ -949,7 +962,8 @@ WriteBroker::Answer BrokeredCallHandler::run() {
   return error(EPERM);
 }
 
-Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal) const {
+Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_t resolveFlags, bool& followFinal,
+                                                  int depth) const {
   if (!b_.root_) return errorOf(EPERM);
   if (!name.path || name.path->empty()) return notBrokered();
   const std::string& given = *name.path;
@@ -978,15 +992,38 @@ Resolution BrokeredCallHandler::resolveRestricted(const Name& name, std::uint64_
   const std::string parent = cut == std::string::npos ? "." : cut == 0 ? "/" : path.substr(0, cut);
   if (last == "." || last == "..") return notBrokered();
   UniqueFd dir(openat2Confined(start.get(), parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, walk));
-  if (!dir) return errorOf(errno);  // the walk as the child asked it: its answer
+  // The walk as the child asked it: its answer -- except where the child's
+  // own magic links are on the way (the broker's walk of /proc/self finds no
+  // process: ENOENT, or ELOOP where it refuses them): the kernel's (ELOOP
+  // under RESOLVE_NO_MAGICLINKS), in the child's read-only view.
+  if (!dir) return errno == ENOENT || errno == ELOOP ? notBrokered() : errorOf(errno);
   auto real = nameOf(dir.get());
   if (!real) return notBrokered();
   // The last component: a symlink there is refused with RESOLVE_NO_SYMLINKS
   // (O_NOFOLLOW's ELOOP); followed, confined to the dirfd, it is the kernel's.
-  followFinal = followFinal && !(resolveFlags & RESOLVE_NO_SYMLINKS);
+  // A trailing slash follows it as well, as it does for every open but one
+  // that creates (Name::entry: EISDIR, the symlink not followed).
+  followFinal = (followFinal || (trailingSlash && !name.entry)) && !(resolveFlags & RESOLVE_NO_SYMLINKS);
   Resolution r = place(*real, last, trailingSlash, followFinal && !confined, 0);
-  if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode))
-    return notBrokered();
+  // Looked up with a trailing slash, it must be a directory (a symlink there
+  // is followed below, or is O_NOFOLLOW's ELOOP under RESOLVE_NO_SYMLINKS).
+  if (r.found == Found::kPlace && trailingSlash && !name.entry && r.place.exists() &&
+      r.place.kind != ObjectKind::kDirectory && r.place.kind != ObjectKind::kSymlink)
+    return errorOf(ENOTDIR);
+  if (r.found == Found::kPlace && confined && followFinal && r.place.exists() && S_ISLNK(r.place.st.st_mode)) {
+    // Followed confined, as the kernel would: its text walked again from the
+    // same start with the same flags (absolute text from the dirfd under
+    // RESOLVE_IN_ROOT, EXDEV under RESOLVE_BENEATH, as is a `..` out).
+    if (depth >= kMaxSymlinks) return errorOf(ELOOP);
+    char text[PATH_MAX];
+    ssize_t n = ::readlinkat(r.place.parent.get(), r.place.name.c_str(), text, sizeof text);
+    if (n <= 0 || static_cast<std::size_t>(n) >= sizeof text) return notBrokered();
+    Name next = name;
+    next.path = text[0] == '/' ? std::string(text, static_cast<std::size_t>(n))
+                               : parent + "/" + std::string(text, static_cast<std::size_t>(n));
+    if (trailingSlash) *next.path += '/';
+    return resolveRestricted(next, resolveFlags, followFinal, depth + 1);
+  }
   return r;
 }
 
@@ -1005,10 +1042,15 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
   auto name = pathArg(spec_.args.dirfd, spec_.args.path, tmpfile || (!exclusive && !(flags & O_NOFOLLOW)), answer,
                       false, tmpfile);
   if (!name) return answer;
+  // O_CREAT with a trailing slash is EISDIR whatever is there, a symlink
+  // to a directory included: the kernel does not follow it.
+  name->entry = create;
+  if (create && name->path && name->path->ends_with('/')) name->follow = false;
   bool follow = name->follow;
   Resolution r = resolveFlags ? resolveRestricted(*name, resolveFlags, follow) : resolve(*name);
   if (r.found != Found::kPlace) return notAPlace(r);
   Place& p = r.place;
+  if (create && p.trailingSlash) return error(EISDIR);
   const bool writes = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) || tmpfile;
   std::vector<WriteEffect> effects;
   std::string operation;
@@ -1021,7 +1063,6 @@ WriteBroker::Answer BrokeredCallHandler::open(std::uint64_t flags, std::uint64_t
     setMode = static_cast<std::uint32_t>(mode);
   } else if (!p.exists()) {
     if (!create) return error(ENOENT);
-    if (p.trailingSlash) return cont();  // "f/" names a directory: the kernel's EISDIR
     effects.push_back({Effect::kCreate, p.path, ObjectKind::kOther});
     operation = "create";
     setMode = static_cast<std::uint32_t>(mode);
@@ -1096,7 +1137,7 @@ WriteBroker::Answer BrokeredCallHandler::openHow() {
 }
 
 WriteBroker::Answer BrokeredCallHandler::mknod(bool directory) {
-  auto named = placeArg(false);
+  auto named = entryArg();
   if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
   auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
@@ -1122,7 +1163,7 @@ WriteBroker::Answer BrokeredCallHandler::symlink() {
     case Read::kGone: return goneAnswer();
     default: return cont();
   }
-  auto named = placeArg(false);
+  auto named = entryArg();
   if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
   auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
@@ -1140,11 +1181,13 @@ WriteBroker::Answer BrokeredCallHandler::link() {
   const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
   if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH)) return error(EINVAL);
   Answer answer;
+  // A source named "." or ".." is a directory (EPERM), as any other is.
   auto from = pathArg(spec_.args.dirfd, spec_.args.path, (flags & AT_SYMLINK_FOLLOW) != 0, answer,
-                      (flags & AT_EMPTY_PATH) != 0);
+                      (flags & AT_EMPTY_PATH) != 0, true);
   if (!from) return answer;
   auto to = pathArg(spec_.args.dirfd2, spec_.args.path2, false, answer);
   if (!to) return answer;
+  to->entry = true;
   if (from->path && (flags & AT_SYMLINK_FOLLOW) && from->path->front() == '/') {
     // linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW): the descriptor's object,
     // as with AT_EMPTY_PATH (how an O_TMPFILE file gets its name).
@@ -1206,6 +1249,15 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
   if (!from) return answer;
   auto to = pathArg(spec_.args.dirfd2, spec_.args.path2, false, answer);
   if (!to) return answer;
+  from->entry = to->entry = true;
+  // "." or ".." as either last component: the kernel's EBUSY, before it
+  // looks at mounts (placed beside the other name, it would be EXDEV).
+  for (const Name* n : {&*from, &*to}) {
+    std::string_view path = *n->path;
+    path = path.substr(0, path.find_last_not_of('/') + 1);
+    std::string_view last = path.substr(path.rfind('/') + 1);
+    if (last == "." || last == "..") return cont();
+  }
   Resolution a = resolve(*from);
   Resolution bRes = resolve(*to);
   if (a.found == Found::kGone || bRes.found == Found::kGone) return goneAnswer();
@@ -1217,8 +1269,14 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
   Place& dst = bRes.place;
   if (!src.exists()) return error(ENOENT);
   std::vector<WriteEffect> effects = {{Effect::kMoveOut, src.path, src.kind}, {Effect::kMoveIn, dst.path, src.kind}};
+  // A name spelt with a trailing slash must be a directory itself (the
+  // kernel follows no symlink at either name): rename's source, its
+  // destination unless exchanged, and an exchanged destination that exists.
+  const bool srcDir = src.kind == ObjectKind::kDirectory;
+  if (!srcDir && (src.trailingSlash || (dst.trailingSlash && !(flags & RENAME_EXCHANGE)))) return error(ENOTDIR);
   if (flags & RENAME_EXCHANGE) {
     if (!dst.exists()) return error(ENOENT);
+    if (dst.trailingSlash && dst.kind != ObjectKind::kDirectory) return error(ENOTDIR);
     effects.push_back({Effect::kMoveOut, dst.path, dst.kind});
     effects.push_back({Effect::kMoveIn, src.path, dst.kind});
   } else if (dst.exists()) {
@@ -1236,11 +1294,13 @@ WriteBroker::Answer BrokeredCallHandler::rename() {
 WriteBroker::Answer BrokeredCallHandler::unlink(bool directory) {
   const int flags = spec_.args.flags >= 0 ? intArg(spec_.args.flags) : 0;
   if (flags & ~AT_REMOVEDIR) return error(EINVAL);
-  auto named = placeArg(false);
+  auto named = entryArg();
   if (auto* answer = std::get_if<Answer>(&named)) return std::move(*answer);
   auto& [name, r] = std::get<Named>(named);
   Place& p = r.place;
   if (!p.exists()) return error(ENOENT);
+  // "name/" must be a directory itself: a symlink to one is not followed.
+  if (p.trailingSlash && p.kind != ObjectKind::kDirectory) return error(ENOTDIR);
   if (auto refused =
           unlessPerformed({{Effect::kRemove, p.path, p.kind}}, directory ? "rmdir" : "unlink", *name.path, "", {}, {&p}))
     return std::move(*refused);

@@ -384,6 +384,74 @@ std::vector<Case> cases() {
          std::string r = rc(::mkdir("l", 0755));
          return r + " " + what("nowhere");
        }},
+      // A name made or removed is never followed, a trailing slash or not:
+      // the symlink itself is there (EEXIST), and its target is left alone.
+      {"mkdir-dangling-symlink-trailing-slash", [] {
+         ::symlink("nowhere", "l");
+         std::string r = rc(::mkdir("l/", 0755));
+         return r + " " + what("nowhere");
+       }},
+      {"mkdir-existing-file-trailing-slash", [] {
+         put("f", "x");
+         return rc(::mkdir("f/", 0755));
+       }},
+      {"link-onto-a-symlink-trailing-slash", [] {
+         put("f", "x");
+         ::symlink("f", "l");
+         return rc(::link("f", "l/"));
+       }},
+      {"create-excl-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         return rc(::open("l/", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+       }},
+      {"create-symlink-to-a-file-trailing-slash", [] {
+         put("f", "x");
+         ::symlink("f", "l");
+         return rc(::open("l/", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) + " " + what("f");
+       }},
+      // A dangling symlink followed under RESOLVE_IN_ROOT / RESOLVE_BENEATH:
+      // its target made (from the dirfd), or EXDEV for an absolute one.
+      {"openat2-in-root-through-a-dangling-symlink", [] {
+         ::mkdir("r", 0755);
+         ::symlink("/made", "r/abs");
+         ::symlink("../made-rel", "r/rel");
+         int dir = ::open("r", O_PATH | O_DIRECTORY | O_CLOEXEC);
+         open_how how{};
+         how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+         how.mode = 0600;
+         how.resolve = RESOLVE_IN_ROOT;
+         std::string r = rc(::syscall(SYS_openat2, dir, "abs", &how, sizeof how));
+         r += " " + rc(::syscall(SYS_openat2, dir, "rel", &how, sizeof how));
+         how.resolve = RESOLVE_BENEATH;
+         ::symlink("/made-beneath", "r/abs2");
+         r += " " + rc(::syscall(SYS_openat2, dir, "abs2", &how, sizeof how));
+         ::close(dir);
+         return r + " " + what("r/made") + " " + what("r/made-rel") + " " + what("made-rel");
+       }},
+      {"openat2-confined-trailing-slash-on-a-file", [] {
+         put("f", "x");
+         ::symlink("f", "l");
+         std::string r;
+         for (std::uint64_t resolve : {RESOLVE_BENEATH, RESOLVE_IN_ROOT, RESOLVE_NO_SYMLINKS}) {
+           for (const char* name : {"f/", "l/"}) {
+             open_how how{};
+             how.flags = O_WRONLY | O_CLOEXEC;
+             how.resolve = resolve;
+             long fd = ::syscall(SYS_openat2, AT_FDCWD, name, &how, sizeof how);
+             r += rc(fd) + " ";
+             if (fd >= 0) ::close(static_cast<int>(fd));
+           }
+         }
+         return r + what("f");
+       }},
+      {"openat2-no-magiclinks-through-proc-self-cwd", [] {
+         open_how how{};
+         how.flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+         how.mode = 0600;
+         how.resolve = RESOLVE_NO_MAGICLINKS;
+         return rc(::syscall(SYS_openat2, AT_FDCWD, "/proc/self/cwd/z", &how, sizeof how)) + " " + what("z");
+       }},
       {"mkdir-missing-parent", [] { return rc(::mkdir("no/d", 0755)); }},
       {"mkdir-trailing-slash", [] { std::string r = rc(::mkdir("d/", 0700));
          return r + " " + what("d"); }},
@@ -432,6 +500,18 @@ std::vector<Case> cases() {
          put("f", "x");
          std::string r = rc(::unlink("f/"));
          return r + " " + what("f");
+       }},
+      {"unlink-a-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::unlink("l/"));
+         return r + " " + what("d") + " " + what("l");
+       }},
+      {"rmdir-a-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::rmdir("l/"));
+         return r + " " + what("d") + " " + what("l");
        }},
       {"unlink-a-symlink", [] {
          put("f", "x");
@@ -529,6 +609,35 @@ std::vector<Case> cases() {
          std::string r = rc(::rename("a/", "b"));
          return r + " " + what("a");
        }},
+      {"rename-a-symlink-to-a-dir-trailing-slash", [] {
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::rename("l/", "m"));
+         return r + " " + what("d") + " " + what("l") + " " + what("m");
+       }},
+      {"rename-a-file-onto-a-symlink-to-a-dir-trailing-slash", [] {
+         put("a", "x");
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::rename("a", "l/"));
+         return r + " " + what("a") + " " + what("d") + " " + what("l");
+       }},
+      {"rename-exchange-with-a-symlink-to-a-dir-trailing-slash", [] {
+         put("a", "x");
+         ::mkdir("d", 0755);
+         ::symlink("d", "l");
+         std::string r = rc(::syscall(SYS_renameat2, AT_FDCWD, "a", AT_FDCWD, "l/", RENAME_EXCHANGE));
+         return r + " " + what("a") + " " + what("d") + " " + what("l");
+       }},
+      {"rename-dot-beside-a-name", [] {
+         ::mkdir("d", 0755);
+         std::string r = rc(::rename("d/.", "e"));
+         return r + " " + rc(::rename("d", "d/..")) + " " + what("d") + " " + what("e");
+       }},
+      {"rename-empty-name", [] {
+         put("a", "x");
+         return rc(::rename("", "b")) + " " + rc(::rename("a", "")) + " " + what("a");
+       }},
       // --- link ---------------------------------------------------------------
       {"link", [] {
          put("a", "x");
@@ -539,6 +648,17 @@ std::vector<Case> cases() {
          put("a", "x");
          put("b", "y");
          return rc(::link("a", "b"));
+       }},
+      {"link-dot-dot", [] {
+         ::mkdir("d", 0755);
+         return rc(::link("d/..", "e"));
+       }},
+      {"linkat-empty-name-without-at-empty-path", [] {
+         put("f", "x");
+         int fd = ::open("f", O_RDONLY | O_CLOEXEC);
+         std::string r = rc(::linkat(fd, "", AT_FDCWD, "g", 0));
+         ::close(fd);
+         return r + " " + what("g");
        }},
       {"link-a-directory", [] {
          ::mkdir("d", 0755);

@@ -135,6 +135,31 @@ TEST(ProtectedNameTableTest, TheIssuesGitNamesAreInTheTable) {
     EXPECT_NE(m.protecting(p, false), nullptr) << p;
 }
 
+// Startup files of tools that read them from the directory they start in
+// (or from a home that is a writable tree) and run what they say: each is
+// protected at any depth, its look-alike neighbours are not.
+TEST(ProtectedNameTableTest, DirectoryStartupFilesOfDebuggersVersionManagersEditorsAndAgentsAreInTheTable) {
+  auto m = tableMatcher();
+  for (const char* p : {"/w/p/.pdbrc", "/w/p/.perldb", "/w/p/.ocamlinit", "/w/p/.octaverc", "/w/p/.tool-versions",
+                        "/w/p/rust-toolchain.toml", "/w/p/rust-toolchain", "/w/p/mise/config.toml",
+                        "/w/p/.mise/config.toml", "/w/p/.direnvrc", "/w/h/.config/direnv/direnvrc",
+                        "/w/h/.config/hg/hgrc", "/w/h/.gnupg/gpg-agent.conf", "/w/h/.vim/plugin/x.vim",
+                        "/w/h/.config/vim/vimrc", "/w/h/.emacs", "/w/h/.emacs.el", "/w/h/.emacs.d/init.el",
+                        "/w/h/.config/emacs/early-init.el", "/w/p/opencode.json", "/w/p/opencode.jsonc",
+                        "/w/p/.opencode/plugin/x.ts", "/w/p/.roo/mcp.json", "/w/p/.kiro/settings/mcp.json",
+                        "/w/p/.kiro/hooks/x.kiro.hook", "/w/p/.kiro/agents/a.json", "/w/h/.local/bin/git",
+                        "/w/h/.local/lib/python3.11/site-packages/x.pth",
+                        "/w/h/.local/share/nvim/site/plugin/x.lua"})
+    EXPECT_NE(m.protecting(p, false), nullptr) << p;
+  for (const char* p : {"/w/p/pdbrc", "/w/p/.pdbrc.example", "/w/p/tool-versions", "/w/p/rust-toolchain.md",
+                        "/w/p/mise/tasks.toml", "/w/p/.mise/tasks/build", "/w/p/vim/plugin/x.vim",
+                        "/w/p/emacs.d/init.el", "/w/p/.config/other/x", "/w/p/gnupg/x",
+                        "/w/p/.roo/rules/x.md", "/w/p/.kiro/specs/feature.md", "/w/p/opencode.md",
+                        "/w/p/.venv/lib/python3.11/site-packages/x.pth", "/w/p/.venv/bin/python",
+                        "/w/h/.local/share/other/x", "/w/h/.local/lib/x"})
+    EXPECT_EQ(m.protecting(p, false), nullptr) << p;
+}
+
 TEST(ProtectedNameMatcherTest, AWildcardFirstComponentMatchesAnyName) {
   ProtectedNameMatcher m({ProtectedName{"*/secret", false}});
   EXPECT_NE(m.protecting("/w/a/secret", false), nullptr);
