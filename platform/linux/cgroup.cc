@@ -472,6 +472,16 @@ std::variant<SandboxCgroup, std::string> SandboxCgroup::create(const CgroupContr
       // Over the limit, the OOM killer kills the whole sandbox, not one task
       // (v1 has no such knob: the supervisor does it, needsWatching()).
       if (v2 && writeFile(fd, d.path, "memory.oom.group", "1", error) != 0) return error;
+      // Socket buffers: cgroup2 charges them to memory.max; v1 charges them
+      // nowhere unless the cgroup's TCP counter has a limit, and then every
+      // socket its tasks make (UDP too, despite the name) draws on that
+      // counter. Without it, datagrams left unread on the sandbox's own
+      // loopback held 255 MiB of kernel memory under memoryBytes 64 MiB, and
+      // more with more sockets, up to the host-wide net.ipv4.udp_mem, beyond
+      // which every UDP socket of the host drops what it receives. Set before
+      // any task joins: a socket is tied to its counter when it is made.
+      if (!v2 && writeFile(fd, d.path, "memory.kmem.tcp.limit_in_bytes", bytes, error) != 0)
+        return error + "; without it the sandbox's socket buffers would be outside limits.memoryBytes";
     }
   }
   return cgroup;

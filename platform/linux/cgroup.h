@@ -14,7 +14,10 @@
 //            them). Over the limit the kernel's OOM killer kills: on cgroup2
 //            the whole sandbox (memory.oom.group = 1); on v1 one task, and the
 //            supervisor kills the rest when it sees the OOM kill (see
-//            needsWatching()).
+//            needsWatching()). Socket buffers: charged to memory.max on
+//            cgroup2; on v1 to the cgroup's own socket counter,
+//            memory.kmem.tcp.limit_in_bytes = limits.memoryBytes (beyond it
+//            a socket's allocation fails: a datagram is dropped).
 //   cpu      CPU time accounting only (cgroup2 cpu.stat usage_usec, which
 //            every cgroup2 cgroup has; v1 cpuacct.usage). The kernel has no
 //            CPU *time* limit: the supervisor reads the usage on a timer and

@@ -50,6 +50,8 @@
 #include <time.h>
 #include <vector>
 
+#include "tests/support/udp_queues.h"
+
 namespace {
 
 int result(long rc, const char* what) {
@@ -451,6 +453,12 @@ int runOp(int argc, char** argv) {
     int fd = ::memfd_create("balloon", MFD_CLOEXEC);
     if (fd < 0) return result(-1, "memfd_create");
     return fill(fd, std::atol(arg(2)));
+  }
+  if (op == "udp-fill") {  // udp-fill SOCKETS MiB-EACH: "sent=<MiB> held=<MiB>" of unread loopback datagrams
+    const auto q = stockade::testing::fillUdpReceiveQueues(std::atoi(arg(2)), std::atol(arg(3)) << 20);
+    std::printf("sockets=%d sent=%zu held=%zu\n", q.sockets, q.sent >> 20, q.held >> 20);
+    errno = q.error;
+    return q.error ? result(-1, "udp socket") : 0;
   }
   if (op == "statfs") {  // statfs PATH: "bytes=<size of the filesystem>"
     struct statfs st;
