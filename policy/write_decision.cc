@@ -134,6 +134,7 @@ WriteRules::WriteRules(const DerivedRules& rules, std::vector<std::string> trees
       names_(rules.filesystem().protectedNames) {
   for (const auto* list : {&rules.filesystem().allowWrite, &rules.filesystem().defaultWrite})
     writable_.insert(writable_.end(), list->begin(), list->end());
+  std::sort(writable_.begin(), writable_.end());  // for deepestContaining(), on every brokered call
 }
 
 std::vector<WriteRules::RulePath> WriteRules::keyed(const std::vector<std::string>& paths) {
@@ -204,7 +205,7 @@ std::optional<WriteVerdict> WriteRules::refusal(const WriteEffect& e) const {
   // Outside every write entry: in a tree that holds one the host does not
   // have yet. A directory on the way to one may be made (mkdir -p); nothing
   // else there is the child's to change -- read-only, as it was before.
-  if (tree && !containing(writable_, e.path)) {
+  if (tree && !deepestContaining(writable_, e.path)) {
     const bool onTheWay = e.effect == Effect::kCreate && e.kind == ObjectKind::kDirectory &&
                           std::any_of(writable_.begin(), writable_.end(), [&](const std::string& w) {
                             return w.size() > e.path.size() && isWithin(w, e.path);

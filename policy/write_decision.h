@@ -134,7 +134,7 @@ class WriteRules {
   std::vector<RulePath> denyWrite_;
   std::vector<RulePath> mandatoryDenyWrite_;
   ProtectedNameMatcher names_;
-  // allowWrite and defaultWrite entries. A brokered tree is one of them, or
+  // allowWrite and defaultWrite entries, sorted. A brokered tree is one of them, or
   // holds one the host does not have yet (mounts.h): there only what is
   // inside an entry, and the directories on the way to one, may be made.
   std::vector<std::string> writable_;
