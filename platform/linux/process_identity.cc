@@ -15,21 +15,6 @@ namespace stockade::platform {
 
 namespace {
 
-std::string readSmallFile(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return "";
-  char buf[4096];
-  std::string out;
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > 16384) break;
-  }
-  return out;
-}
-
 struct StatFields {
   char state = '?';             // field 3: R, S, D, Z, ...
   std::uint64_t startTime = 0;  // field 22
@@ -67,6 +52,21 @@ std::optional<StatFields> statOf(pid_t pid) {
 }
 
 }  // namespace
+
+std::string readSmallFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return "";
+  char buf[4096];
+  std::string out;
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > 16384) break;
+  }
+  return out;
+}
 
 std::string currentBootId() {
   // Read once: it names the boot this process runs in, which cannot change under it.

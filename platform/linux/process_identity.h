@@ -21,6 +21,10 @@ struct ProcessIdentity {
   bool operator==(const ProcessIdentity&) const = default;
 };
 
+// The text of a small /proc or /sys file (the first 16 KiB or so); "" when
+// it cannot be read.
+std::string readSmallFile(const std::string& path);
+
 // This boot's id; "" when it cannot be read.
 std::string currentBootId();
 

@@ -80,6 +80,11 @@ struct SeccompRule {
 // filter's test, evaluated by the supervisor for a call the kernel handed over.
 bool seccompMatches(const SeccompRule& rule, const std::uint64_t* args) noexcept;
 
+// True when socket()'s arguments are a COUNTED row of the socket allow-list
+// (NETLINK_ROUTE): the filter traps it, and the supervisor lets it go on
+// while the sandbox's count allows (socket_limits.h).
+bool countedSocket(const std::uint64_t* args) noexcept;
+
 // What a brokered call does.
 enum class BrokeredKind : std::uint8_t {
   kOpen,          // open, openat, creat: flags and mode in registers

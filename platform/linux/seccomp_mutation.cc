@@ -29,7 +29,7 @@ mutation::Layer seccompLayerOf(const SeccompRule& rule) noexcept {
       {L::kSeccompHandles, {"open_by_handle_at", "name_to_handle_at"}},
       {L::kSeccompSetId, {"chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat", "mknod", "mknodat",
                           "openat2"}},
-      {L::kSeccompSockets, {"socket", "socketpair"}},
+      {L::kSeccompSockets, {"socket", "socketpair", "setsockopt"}},
       {L::kSeccompListener, {"seccomp"}},
       {L::kSeccompAllocation, {"fallocate"}},
       {L::kSeccompHostCounters, {"io_setup"}},

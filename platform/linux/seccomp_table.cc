@@ -229,6 +229,9 @@ constexpr BrokeredCall kBrokered[] = {
 // socket), so "not SOCK_DGRAM" would not mean "not a datagram socket".
 // Arguments are compared in all 64 bits: a caller that sets the bits above
 // an int's 32 (which the kernel ignores) is refused, never let through.
+// A COUNTED row is allowed through the supervisor, which lets the call go on
+// only while the sandbox holds fewer than kNetlinkSocketsPerSandbox such
+// sockets (socket_limits.h: their buffers are memory no cgroup charges).
 struct SocketAllow {
   const char* syscall;  // "socket" or "socketpair"
   int family;
@@ -236,6 +239,7 @@ struct SocketAllow {
   std::array<int, 2> protocols;  // a second entry equal to the first: only one
   Unix when;
   const char* reason;
+  bool counted = false;
 };
 
 constexpr SocketAllow kSocketAllows[] = {
@@ -248,9 +252,9 @@ constexpr SocketAllow kSocketAllows[] = {
     {"socket", AF_INET6, SOCK_DGRAM, {0, IPPROTO_UDP}, Unix::kEither,
      "UDP on the sandbox's own loopback: nothing outside is routable"},
     {"socket", AF_NETLINK, SOCK_RAW, {NETLINK_ROUTE, NETLINK_ROUTE}, Unix::kEither,
-     "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex)"},
+     "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex); counted", true},
     {"socket", AF_NETLINK, SOCK_DGRAM, {NETLINK_ROUTE, NETLINK_ROUTE}, Unix::kEither,
-     "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex)"},
+     "libc reads the sandbox's own interfaces and addresses (getaddrinfo, if_nameindex); counted", true},
     {"socket", AF_UNIX, SOCK_STREAM, {0, 0}, Unix::kWhenAllowed, "the policy allows unix sockets"},
     {"socket", AF_UNIX, SOCK_SEQPACKET, {0, 0}, Unix::kWhenAllowed, "the policy allows unix sockets"},
     {"socket", AF_UNIX, SOCK_DGRAM, {0, 0}, Unix::kWhenAllowed, "the policy allows unix sockets"},
@@ -330,23 +334,47 @@ constexpr std::uint64_t kSocketTypeFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
 // unshare and clone: one row per namespace flag, generated from kNamespaceFlags.
 constexpr const char* kNamespaceReason = "a new namespace would escape the enforced ones";
 
+// A row's (family, type, protocol) combinations, compared in all 64 bits
+// (the type without SOCK_NONBLOCK|SOCK_CLOEXEC).
+std::vector<std::vector<SeccompArg>> combinations(const SocketAllow& a) {
+  std::vector<std::vector<SeccompArg>> out;
+  for (std::size_t i = 0; i < a.protocols.size(); ++i) {
+    if (i > 0 && a.protocols[i] == a.protocols[0]) continue;  // only one protocol
+    out.push_back({{0, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.family)},
+                   {1, Op::kMaskedEquals, ~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
+                   {2, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.protocols[i])}});
+  }
+  return out;
+}
+
 // socket() and socketpair(): one rule each, that holds unless the call is
-// one of the allowed (family, type, protocol) combinations, compared in all
-// 64 bits (the type without SOCK_NONBLOCK|SOCK_CLOEXEC).
+// one of the allowed combinations the kernel may create at once -- a counted
+// one is trapped too, and the supervisor decides (countedSocket()).
 void addSocketRules(const SeccompOptions& options, std::vector<SeccompRule>& out) {
   for (const char* call : {"socket", "socketpair"}) {
     SeccompRule rule{call, {}, EPERM, "(family, type, protocol) not in the socket allow-list", true};
     for (const auto& a : kSocketAllows) {
-      if (std::string_view(a.syscall) != call || (a.when == Unix::kWhenAllowed && !options.allowUnixSockets)) continue;
-      for (std::size_t i = 0; i < a.protocols.size(); ++i) {
-        if (i > 0 && a.protocols[i] == a.protocols[0]) continue;  // only one protocol
-        rule.unless.push_back({{0, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.family)},
-                               {1, Op::kMaskedEquals, ~kSocketTypeFlags, static_cast<std::uint64_t>(a.type)},
-                               {2, Op::kMaskedEquals, ~0ULL, static_cast<std::uint64_t>(a.protocols[i])}});
-      }
+      if (std::string_view(a.syscall) != call || (a.when == Unix::kWhenAllowed && !options.allowUnixSockets) ||
+          a.counted)
+        continue;
+      for (auto& c : combinations(a)) rule.unless.push_back(std::move(c));
     }
     out.push_back(std::move(rule));
   }
+}
+
+// setsockopt(SOL_SOCKET, a buffer size): performed by the supervisor, which
+// caps a netlink socket's (socket_limits.h).
+constexpr int kSocketBufferOptions[] = {SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE};
+void addSocketBufferRules(std::vector<SeccompRule>& out) {
+  for (int option : kSocketBufferOptions)
+    out.push_back({"setsockopt",
+                   {{1, Op::kMaskedEquals, 0xffffffffULL, SOL_SOCKET},
+                    {2, Op::kMaskedEquals, 0xffffffffULL, static_cast<std::uint64_t>(option)}},
+                   EPERM,
+                   "a netlink socket's buffers are memory no cgroup charges: stockade performs the call and caps "
+                   "them (the *BUFFORCE options: EPERM, as without CAP_NET_ADMIN)",
+                   true});
 }
 
 std::string hex(std::uint64_t v) {
@@ -390,6 +418,7 @@ std::vector<SeccompRule> seccompRules(const SeccompOptions& options) {
       out.push_back({call, {c.arg}, EPERM, kNamespaceReason, true});
     }
   addSocketRules(options, out);
+  addSocketBufferRules(out);
   addTerminalIoctlRules(out);
   for (const auto& b : kBrokered) {
     if (b.trapArg < 0) {
@@ -425,6 +454,18 @@ bool seccompMatches(const SeccompRule& rule, const std::uint64_t* args) noexcept
                     [&](const SeccompArg& a) { return (args[a.index] & a.mask) == a.value; }))
       return false;
   return true;
+}
+
+bool countedSocket(const std::uint64_t* args) noexcept {
+  for (const auto& a : kSocketAllows) {
+    if (!a.counted) continue;
+    for (std::size_t i = 0; i < a.protocols.size(); ++i)
+      if (args[0] == static_cast<std::uint64_t>(a.family) &&
+          (args[1] & ~kSocketTypeFlags) == static_cast<std::uint64_t>(a.type) &&
+          args[2] == static_cast<std::uint64_t>(a.protocols[i]))
+        return true;
+  }
+  return false;
 }
 
 std::span<const BrokeredCall> brokeredCalls() noexcept { return kBrokered; }

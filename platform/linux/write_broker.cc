@@ -1536,6 +1536,32 @@ WriteBroker::Answer WriteBroker::answer(int listener, const seccomp_notif& n) co
   const char* name = seccompSyscallName(n.data.nr);
   d.syscall = name ? name : "syscall " + std::to_string(n.data.nr);
   std::copy(args, args + 6, d.args.begin());
+  const pid_t tid = static_cast<pid_t>(n.pid);
+  auto pending = [&] {
+    std::uint64_t id = n.id;
+    return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+  };
+  // Netlink sockets are counted and their buffers capped (socket_limits.h).
+  if (n.data.nr == SYS_socket && countedSocket(args)) {
+    const auto verdict = netlink_.admit(tid, pending);
+    if (verdict.kind == NetlinkSocketGate::Verdict::Kind::kGone) return Answer{};
+    if (verdict.kind == NetlinkSocketGate::Verdict::Kind::kContinue) return Answer{Answer::Kind::kContinue};
+    d.operation = "create a netlink socket";
+    d.rule = "netlink sockets per sandbox (" + std::to_string(kNetlinkSocketsPerSandbox) + ")";
+    d.reason = verdict.sockets < 0 ? "the sandbox's netlink sockets could not be counted"
+                                   : "netlink's buffers are kernel memory no memory cgroup charges";
+    deny.error = ENOBUFS;
+    deny.denial = std::move(d);
+    return deny;
+  }
+  netlink_.seen(tid);
+  if (n.data.nr == SYS_setsockopt) {
+    const auto done = performSocketBufferOption(tid, args, pending);
+    if (done.kind == SocketBufferAnswer::Kind::kGone) return Answer{};
+    if (done.kind == SocketBufferAnswer::Kind::kContinue) return Answer{Answer::Kind::kContinue};
+    if (done.error == 0) return Answer{Answer::Kind::kValue};
+    return Answer{Answer::Kind::kError, 0, done.error};
+  }
   // fallocate() is decided from its registers: the filter hands it over only
   // under limits.fileSizeBytes (a 0 limit here, which cannot happen, refuses it).
   if (n.data.nr == SYS_fallocate) {

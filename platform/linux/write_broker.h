@@ -48,6 +48,7 @@
 #include "platform/linux/mounts.h"
 #include "platform/linux/seccomp.h"
 #include "platform/linux/seccomp_notify.h"
+#include "platform/linux/socket_limits.h"
 #include "platform/unique_fd.h"
 #include "policy/write_decision.h"
 #include "stockade/rules.h"
@@ -127,6 +128,8 @@ class WriteBroker {
   mutable UmaskSetter umaskSetter_;
   UniqueFd root_;
   std::uint64_t fileSizeLimit_ = 0;
+  // The sandbox's netlink sockets, counted (socket_limits.h).
+  mutable NetlinkSocketGate netlink_;
   // Per syscall number: the EPERM rows of the table (answered EPERM before
   // anything is brokered), and the brokered call. The same for every broker
   // with the same seccomp options: built once per process, when the first

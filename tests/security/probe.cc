@@ -11,6 +11,7 @@
 #include <linux/aio_abi.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <linux/netlink.h>
 #include <linux/openat2.h>
 #include <netinet/in.h>
@@ -584,6 +585,64 @@ int runOp(int argc, char** argv) {
     long fd = ::syscall(SYS_socket, std::strtol(arg(2), nullptr, 0), std::strtol(arg(3), nullptr, 0),
                         std::strtol(arg(4), nullptr, 0));
     return result(fd, "socket");
+  }
+  if (op == "netlink-sockets") {  // netlink-sockets N THREADS: hold up to N NETLINK_ROUTE sockets, opened by THREADS at once
+    // Prints "opened=<K> errno=<first failure>", whether one more opens after
+    // closing one ("reopened="), and getifaddrs()'s result once all are closed.
+    const int want = std::atoi(arg(2)), threads = std::max(1, std::atoi(arg(3)));
+    std::vector<int> fds(static_cast<std::size_t>(want), -1);
+    std::atomic<int> next{0}, failure{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] {
+        for (int i; failure.load() == 0 && (i = next.fetch_add(1)) < want;) {
+          fds[static_cast<std::size_t>(i)] = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+          if (fds[static_cast<std::size_t>(i)] < 0) failure.store(errno);
+        }
+      });
+    for (auto& t : pool) t.join();
+    std::erase(fds, -1);
+    std::printf("opened=%zu errno=%s\n", fds.size(), failure ? strerrorname_np(failure.load()) : "none");
+    if (!fds.empty()) {
+      ::close(fds.back());
+      fds.back() = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE);
+      std::printf("reopened=%s\n", fds.back() >= 0 ? "yes" : strerrorname_np(errno));
+    }
+    for (int fd : fds) ::close(fd);
+    ifaddrs* list = nullptr;
+    const int rc = ::getifaddrs(&list);
+    std::printf("getifaddrs=%s\n", rc == 0 ? "ok" : strerrorname_np(errno));
+    if (rc == 0) ::freeifaddrs(list);
+    return 0;
+  }
+  if (op == "sockbuf") {  // sockbuf: SO_RCVBUF/SO_SNDBUF of 8 MiB asked on netlink and TCP, and the errors of bad calls
+    const int big = 8 << 20;
+    auto asked = [&](int fd, int name) {
+      const int rc = ::setsockopt(fd, SOL_SOCKET, name, &big, sizeof big);
+      if (rc != 0) return std::string(strerrorname_np(errno));
+      int got = 0;
+      socklen_t len = sizeof got;
+      ::getsockopt(fd, SOL_SOCKET, name == SO_SNDBUF ? SO_SNDBUF : SO_RCVBUF, &got, &len);
+      return std::to_string(got);
+    };
+    auto errorOf = [](int rc) { return rc == 0 ? std::string("none") : std::string(strerrorname_np(errno)); };
+    const int netlink = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    const int tcp = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (netlink < 0 || tcp < 0) return result(-1, "socket");
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) != 0) return result(-1, "pipe");
+    std::printf("netlink-rcvbuf=%s\n", asked(netlink, SO_RCVBUF).c_str());
+    std::printf("netlink-sndbuf=%s\n", asked(netlink, SO_SNDBUF).c_str());
+    std::printf("netlink-rcvbufforce=%s\n", asked(netlink, SO_RCVBUFFORCE).c_str());
+    std::printf("tcp-rcvbuf=%s\n", asked(tcp, SO_RCVBUF).c_str());
+    std::printf("tcp-sndbufforce=%s\n", asked(tcp, SO_SNDBUFFORCE).c_str());
+    std::printf("pipe=%s\n", errorOf(::setsockopt(pipefd[0], SOL_SOCKET, SO_RCVBUF, &big, sizeof big)).c_str());
+    std::printf("badfd=%s\n", errorOf(::setsockopt(999, SOL_SOCKET, SO_RCVBUF, &big, sizeof big)).c_str());
+    std::printf("short=%s\n", errorOf(::setsockopt(tcp, SOL_SOCKET, SO_RCVBUF, &big, 2)).c_str());
+    std::printf("negative=%s\n", errorOf(static_cast<int>(::syscall(SYS_setsockopt, tcp, SOL_SOCKET, SO_RCVBUF, &big, -1))).c_str());
+    std::printf("fault=%s\n", errorOf(::setsockopt(tcp, SOL_SOCKET, SO_RCVBUF, nullptr, sizeof big)).c_str());
+    std::printf("keepalive=%s\n", errorOf(::setsockopt(tcp, SOL_SOCKET, SO_KEEPALIVE, &big, sizeof big)).c_str());
+    return 0;
   }
   if (op == "socketpair") {
     int sv[2];

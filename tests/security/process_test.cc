@@ -11,6 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
+
 #include "platform/linux/landlock.h"
 #include "tests/security/sandbox_fixture.h"
 
@@ -170,6 +173,60 @@ TEST_F(ProcessEscapeTest, RiskySocketFamiliesAreDeniedWhileNetlinkRouteWorks) {
   EXPECT_TRUE(deniedWith(probe({"socket", "2", "1", "262"}), "EPERM"));  // IPPROTO_MPTCP
   EXPECT_EQ(probe({"socket", std::to_string(AF_NETLINK), "3", std::to_string(NETLINK_ROUTE)}).exitCode, 0);
   EXPECT_EQ(probe({"socket", "2", "1", "0"}).exitCode, 0);  // plain TCP socket
+}
+
+// Netlink's receive queues are charged to no memory cgroup (socket_limits.h):
+// the sandbox holds at most kNetlinkSocketsPerSandbox netlink sockets, each
+// with buffers no bigger than a socket starts with. The 17th socket fails
+// with ENOBUFS (audited), one more opens once one is closed, and libc's
+// interface listing still works; threads racing to open them get no more.
+TEST_F(ProcessEscapeTest, NetlinkSocketsStopAtTheSandboxsCountWhileGetifaddrsWorks) {
+  const std::string audit = root_ + "/netlink.jsonl";
+  auto r = probe({"netlink-sockets", "40", "1"}, {"--audit", audit});
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("opened=16 errno=ENOBUFS\nreopened=yes\ngetifaddrs=ok\n"), std::string::npos) << r.out;
+  bool audited = false;
+  for (const auto& d : auditEvents(audit, "denial"))
+    audited = audited || (d.value("syscall", "") == "socket" && d.value("error", "") == "ENOBUFS" &&
+                          d.value("rule", "").find("netlink sockets per sandbox (16)") != std::string::npos);
+  EXPECT_TRUE(audited) << "no denial event names the netlink count";
+  for (int round = 0; round < 3; ++round) {
+    auto raced = probe({"netlink-sockets", "40", "8"});
+    ASSERT_EQ(raced.exitCode, 0) << raced.out << raced.err;
+    EXPECT_NE(raced.out.find("opened=16 errno=ENOBUFS"), std::string::npos) << raced.out;
+  }
+  // Within the count: as natively.
+  auto few = probe({"netlink-sockets", "8", "4"});
+  EXPECT_NE(few.out.find("opened=8 errno=none\nreopened=yes\ngetifaddrs=ok\n"), std::string::npos) << few.out;
+}
+
+TEST_F(ProcessEscapeTest, ANetlinkSocketsBuffersAreCappedWhileTcpGetsWhatItAsks) {
+  auto value = [](const std::string& out, const std::string& key) {
+    const auto at = out.find(key + "=");
+    if (at == std::string::npos) return std::string("missing");
+    return out.substr(at + key.size() + 1, out.find('\n', at) - at - key.size() - 1);
+  };
+  auto sysctl = [](const char* name) {
+    std::ifstream in(std::string("/proc/sys/net/core/") + name);
+    long v = 0;
+    in >> v;
+    return v;
+  };
+  const auto native = runProcess({probe_, "sockbuf"});
+  ASSERT_EQ(native.exitCode, 0) << native.out << native.err;
+  auto r = probe({"sockbuf"});
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_LE(std::stol(value(r.out, "netlink-rcvbuf")), sysctl("rmem_default")) << r.out;
+  EXPECT_LE(std::stol(value(r.out, "netlink-sndbuf")), sysctl("wmem_default")) << r.out;
+  if (sysctl("rmem_max") > sysctl("rmem_default")) {  // else natively no bigger either
+    EXPECT_GT(std::stol(value(native.out, "netlink-rcvbuf")), sysctl("rmem_default")) << native.out;
+  }
+  EXPECT_EQ(value(r.out, "netlink-rcvbufforce"), "EPERM") << r.out;  // the child has no CAP_NET_ADMIN
+  EXPECT_EQ(value(r.out, "tcp-sndbufforce"), "EPERM") << r.out;
+  // A socket that is not netlink, and every bad call, answered as natively.
+  for (const char* key : {"tcp-rcvbuf", "pipe", "badfd", "short", "negative", "fault", "keepalive"})
+    EXPECT_EQ(value(r.out, key), value(native.out, key)) << key << "\ninside:\n" << r.out << "natively:\n" << native.out;
+  EXPECT_EQ(value(r.out, "tcp-rcvbuf"), std::to_string(2 * std::min<long>(8 << 20, sysctl("rmem_max")))) << r.out;
 }
 
 // The marker is in the environment stockade itself starts with (setenv() in
