@@ -457,15 +457,15 @@ bool seccompMatches(const SeccompRule& rule, const std::uint64_t* args) noexcept
 }
 
 bool countedSocket(const std::uint64_t* args) noexcept {
-  for (const auto& a : kSocketAllows) {
-    if (!a.counted) continue;
-    for (std::size_t i = 0; i < a.protocols.size(); ++i)
-      if (args[0] == static_cast<std::uint64_t>(a.family) &&
-          (args[1] & ~kSocketTypeFlags) == static_cast<std::uint64_t>(a.type) &&
-          args[2] == static_cast<std::uint64_t>(a.protocols[i]))
-        return true;
-  }
-  return false;
+  // The counted rows' combinations, tested as the filter's allow-lists are.
+  static const SeccompRule counted = [] {
+    SeccompRule rule{"socket", {}, EPERM, "counted", true};
+    for (const auto& a : kSocketAllows)
+      if (a.counted)
+        for (auto& c : combinations(a)) rule.unless.push_back(std::move(c));
+    return rule;
+  }();
+  return !seccompMatches(counted, args);
 }
 
 std::span<const BrokeredCall> brokeredCalls() noexcept { return kBrokered; }

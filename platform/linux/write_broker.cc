@@ -70,6 +70,12 @@ ObjectKind kindOf(const struct stat& st) { return kindOfMode(st.st_mode); }
 
 std::string selfFd(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
+// Whether notification `id` still waits on `listener`: its caller has not
+// died or been interrupted, so what was read of it is its own.
+bool stillWaiting(int listener, std::uint64_t id) {
+  return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
 // The kernel's name for one of our descriptors: its path in the mount
 // namespace it belongs to.
 std::optional<std::string> nameOf(int fd) {
@@ -324,10 +330,7 @@ class BrokeredCallHandler {
 
   std::uint64_t arg(std::int8_t i) const { return i < 0 ? 0 : n_.data.args[i]; }
   int intArg(std::int8_t i) const { return static_cast<int>(static_cast<std::int32_t>(arg(i))); }
-  bool valid() const {
-    std::uint64_t id = n_.id;
-    return ::ioctl(listener_, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-  }
+  bool valid() const { return stillWaiting(listener_, n_.id); }
 
   // --- the child's memory -------------------------------------------------
   enum class Read { kOk, kFault, kTooLong, kGone };
@@ -1537,10 +1540,7 @@ WriteBroker::Answer WriteBroker::answer(int listener, const seccomp_notif& n) co
   d.syscall = name ? name : "syscall " + std::to_string(n.data.nr);
   std::copy(args, args + 6, d.args.begin());
   const pid_t tid = static_cast<pid_t>(n.pid);
-  auto pending = [&] {
-    std::uint64_t id = n.id;
-    return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
-  };
+  auto pending = [&] { return stillWaiting(listener, n.id); };
   // Netlink sockets are counted and their buffers capped (socket_limits.h).
   if (n.data.nr == SYS_socket && countedSocket(args)) {
     const auto verdict = netlink_.admit(tid, pending);

@@ -117,6 +117,15 @@ std::optional<std::uint32_t> runFilter(std::span<const sock_filter> program, con
   return std::nullopt;
 }
 
+// The filter's answer to `call`; 0, and a failure naming why, when the
+// program could not be run.
+std::uint32_t answerOf(std::span<const sock_filter> program, const SeccompCall& call) {
+  std::string why;
+  auto a = runFilter(program, call, why);
+  EXPECT_TRUE(a) << why;
+  return a.value_or(0);
+}
+
 // --- the table -------------------------------------------------------------
 
 TEST(SeccompTableTest, EveryRuleHasAReasonAndTheIssuesCallsAreCovered) {
@@ -299,12 +308,7 @@ TEST(SeccompFilterTest, SocketAndSocketpairFollowTheAllowListForEveryTypeValue) 
 
 TEST(SeccompFilterTest, DeniedCallsOutsideSocketsKeepTheirAnswers) {
   const auto program = seccompProgram({false}).instructions;
-  std::string why;
-  auto act = [&](SeccompCall c) {
-    auto a = runFilter(program, c, why);
-    EXPECT_TRUE(a) << why;
-    return a.value_or(0);
-  };
+  auto act = [&](SeccompCall c) { return answerOf(program, c); };
   EXPECT_EQ(act({SYS_ptrace, {}}), SECCOMP_RET_USER_NOTIF);
   EXPECT_EQ(act({SYS_clone3, {}}), SECCOMP_RET_ERRNO | ENOSYS);
   EXPECT_EQ(act({SYS_io_setup, {64}}), SECCOMP_RET_ERRNO | ENOSYS);
@@ -319,12 +323,7 @@ TEST(SeccompFilterTest, DeniedCallsOutsideSocketsKeepTheirAnswers) {
 // netlink socket's (socket_limits.h); every other option stays in the kernel.
 TEST(SeccompFilterTest, SocketBufferSizesGoToTheSupervisorAndNothingElseOfSetsockopt) {
   const auto program = seccompProgram({false}).instructions;
-  std::string why;
-  auto act = [&](SeccompCall c) {
-    auto a = runFilter(program, c, why);
-    EXPECT_TRUE(a) << why;
-    return a.value_or(0);
-  };
+  auto act = [&](SeccompCall c) { return answerOf(program, c); };
   for (std::uint64_t option : {SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE}) {
     EXPECT_EQ(act({SYS_setsockopt, {3, SOL_SOCKET, option, 0, 4}}), SECCOMP_RET_USER_NOTIF) << option;
     // The kernel reads level and name as ints: bits above 32 do not hide them.
@@ -343,12 +342,7 @@ TEST(SeccompFilterTest, SocketBufferSizesGoToTheSupervisorAndNothingElseOfSetsoc
 // for policies with that limit; the preallocation ioctls, whose range is in
 // memory, are refused by the filter itself.
 TEST(SeccompFilterTest, FallocateGoesToTheSupervisorOnlyUnderAFileSizeLimit) {
-  std::string why;
-  auto act = [&](const SeccompOptions& o, SeccompCall c) {
-    auto a = runFilter(seccompProgram(o).instructions, c, why);
-    EXPECT_TRUE(a) << why;
-    return a.value_or(0);
-  };
+  auto act = [](const SeccompOptions& o, SeccompCall c) { return answerOf(seccompProgram(o).instructions, c); };
   constexpr std::uint64_t kKeepSize = 1, kGiB = 1ULL << 30;
   constexpr std::uint64_t kResvsp = 0x40305828, kResvsp64 = 0x4030582a, kZeroRange = 0x40305839;  // _IOW('X', 40/42/57, 48 bytes)
   for (bool allowUnix : {false, true}) {
